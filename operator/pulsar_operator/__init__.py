@@ -1,0 +1,1 @@
+"""The Kubernetes operator (kopf): handlers over pure reconcilers and controller loops."""

@@ -1,0 +1,1 @@
+"""The ledger client: the BookKeeper-style API brokers, autorecovery and Spark use."""

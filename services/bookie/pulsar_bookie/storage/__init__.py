@@ -1,0 +1,1 @@
+"""The local storage engine of one bookie."""

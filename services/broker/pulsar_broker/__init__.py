@@ -1,0 +1,1 @@
+"""The broker: binary protocol server, topics, subscriptions, managed ledgers, admin REST."""

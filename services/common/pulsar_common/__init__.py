@@ -1,0 +1,1 @@
+"""Pieces every service shares: wire codec, metadata store, naming, config, errors."""

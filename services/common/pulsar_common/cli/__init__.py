@@ -1,0 +1,1 @@
+"""The `pulsar` command and its subcommands."""

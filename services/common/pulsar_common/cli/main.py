@@ -1,0 +1,44 @@
+"""`pulsar <command>`: one entry point; each command lives in the package that owns it.
+
+Commands are named here as "module:function" strings and imported only when
+chosen, so pulsar_common does not depend on the services it starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+#: command -> (help, "module:function that adds its arguments and returns the runner")
+COMMANDS: dict[str, tuple[str, str]] = {
+}
+
+
+def build_parser(commands: dict[str, tuple[str, str]] | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pulsar",
+        description="Apache Pulsar, rebuilt in Python: run its services.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="<command>")
+    for name, (help_text, target) in (commands or COMMANDS).items():
+        module_name, _, func_name = target.partition(":")
+        command_parser = sub.add_parser(name, help=help_text, description=help_text)
+        add_arguments = getattr(importlib.import_module(module_name), func_name)
+        command_parser.set_defaults(run=add_arguments(command_parser))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    result = args.run(args)
+    return int(result or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

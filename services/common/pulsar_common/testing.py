@@ -1,0 +1,64 @@
+"""Helpers for tests and local clusters: free ports, readiness waits, child processes by pid."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on right now."""
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+def wait_until(
+    condition: Callable[[], bool],
+    timeout_s: float,
+    what: str,
+    process: subprocess.Popen[bytes] | None = None,
+) -> None:
+    """Poll condition until true; fail early when process died, or after timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.01
+    while True:
+        if condition():
+            return
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"{what}: process exited with {process.returncode}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not ready after {timeout_s}s")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.2)
+
+
+def stop_process(process: subprocess.Popen[bytes], timeout_s: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL if it does not exit in time; always reaps the pid."""
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            kill_process(process)
+    process.wait()
+
+
+def kill_process(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL, the way a crash looks to storage, and reap."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(process.pid, signal.SIGKILL)
+    process.wait()

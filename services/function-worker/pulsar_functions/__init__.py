@@ -1,0 +1,1 @@
+"""The function worker: runs Python functions over topics."""

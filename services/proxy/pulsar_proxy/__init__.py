@@ -1,0 +1,1 @@
+"""The proxy in front of brokers (binary protocol and HTTP)."""

@@ -1,0 +1,1 @@
+"""PySpark data source over Pulsar topics, `pulsar sql`, Spark-on-K8s jobs."""
