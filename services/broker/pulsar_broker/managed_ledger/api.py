@@ -1,0 +1,187 @@
+"""The ManagedLedger and ManagedCursor contracts the broker's topics are built on.
+
+Modelled on Apache Pulsar's managed-ledger module: a ManagedLedger is an
+append-only log of entries kept in a sequence of ledgers; a cursor is a named
+reader that remembers what was acknowledged (mark-delete position plus
+individually deleted ranges) across restarts.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True, order=True)
+class Position:
+    """Where an entry lives: (ledger id, entry id). Ordered like the log."""
+
+    ledger_id: int
+    entry_id: int
+
+    def __str__(self) -> str:
+        return f"{self.ledger_id}:{self.entry_id}"
+
+
+#: Before every entry of every ledger.
+EARLIEST = Position(-1, -1)
+#: After every entry (used as "latest" by readers).
+LATEST = Position(2**63 - 1, 2**63 - 1)
+
+
+@dataclass(frozen=True)
+class Entry:
+    position: Position
+    #: The bytes exactly as the producer sent them (metadata + payload).
+    data: bytes
+
+
+class InitialPosition(enum.Enum):
+    LATEST = "latest"
+    EARLIEST = "earliest"
+
+
+@dataclass(frozen=True)
+class LedgerInfo:
+    """One ledger of a managed ledger, as listed in its metadata."""
+
+    ledger_id: int
+    entries: int
+    size: int
+    timestamp_ms: int
+
+
+class ManagedCursor(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def durable(self) -> bool: ...
+
+    @property
+    def read_position(self) -> Position:
+        """The next entry read_entries will return."""
+
+    @property
+    def mark_delete_position(self) -> Position:
+        """Every entry at or before this one is acknowledged."""
+
+    @property
+    def individually_deleted_ranges(self) -> Sequence[tuple[Position, Position]]:
+        """Acknowledged ranges after the mark-delete position, as (open lower, closed upper]."""
+
+    @property
+    def properties(self) -> dict[str, int]: ...
+
+    async def read_entries(self, max_entries: int, max_bytes: int | None = None) -> list[Entry]:
+        """Up to max_entries from read_position on, skipping acknowledged ones; advances it."""
+
+    async def read_entries_or_wait(
+        self, max_entries: int, max_bytes: int | None = None
+    ) -> list[Entry]:
+        """Like read_entries, but waits for a new entry when there is none yet."""
+
+    def cancel_pending_read(self) -> None: ...
+
+    def has_more_entries(self) -> bool: ...
+
+    async def replay_entries(self, positions: Iterable[Position]) -> list[Entry]:
+        """Read these positions again (redelivery), leaving read_position alone."""
+
+    def is_acknowledged(self, position: Position) -> bool: ...
+
+    async def mark_delete(self, position: Position, properties: dict[str, int] | None = None) -> None:
+        """Cumulative acknowledgement of everything up to position."""
+
+    async def delete(self, positions: Iterable[Position]) -> None:
+        """Individual acknowledgement; mark-delete moves over any contiguous prefix."""
+
+    def rewind(self) -> None:
+        """Read again from just after the mark-delete position."""
+
+    def seek(self, read_position: Position) -> None:
+        """Move the read position (not the acknowledgements)."""
+
+    async def reset_cursor(self, position: Position) -> None:
+        """Forget acknowledgements and restart from position (admin reset / consumer seek)."""
+
+    async def find_newest_matching(
+        self, condition: Callable[[Entry], bool]
+    ) -> Position | None:
+        """Last entry (in log order) for which condition holds, assuming it is monotonic."""
+
+    async def skip_entries(self, count: int) -> None:
+        """Acknowledge the next count unacknowledged entries."""
+
+    async def clear_backlog(self) -> None:
+        """Acknowledge everything written so far."""
+
+    @property
+    def number_of_entries_in_backlog(self) -> int: ...
+
+    async def close(self) -> None: ...
+
+
+class ManagedLedger(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    async def add_entry(self, data: bytes) -> Position:
+        """Append one entry; returns its position once durable. Completes in call order."""
+
+    async def open_cursor(
+        self, name: str, initial_position: InitialPosition = InitialPosition.LATEST
+    ) -> ManagedCursor:
+        """A durable cursor, created at initial_position the first time, recovered after."""
+
+    def new_non_durable_cursor(
+        self, start_position: Position, name: str | None = None, *, inclusive: bool = False
+    ) -> ManagedCursor:
+        """A reader's cursor that starts at (or just after) start_position and is not persisted."""
+
+    async def delete_cursor(self, name: str) -> None: ...
+
+    @property
+    def cursors(self) -> Sequence[ManagedCursor]: ...
+
+    @property
+    def last_confirmed_entry(self) -> Position:
+        """The newest entry written; (current ledger, -1) when it is empty."""
+
+    @property
+    def first_position(self) -> Position: ...
+
+    @property
+    def number_of_entries(self) -> int: ...
+
+    @property
+    def total_size(self) -> int: ...
+
+    @property
+    def ledgers(self) -> Sequence[LedgerInfo]: ...
+
+    async def read_entry(self, position: Position) -> Entry: ...
+
+    async def terminate(self) -> Position:
+        """Refuse further adds; returns the last position."""
+
+    @property
+    def is_terminated(self) -> bool: ...
+
+    async def close(self) -> None: ...
+
+    async def delete(self) -> None:
+        """Delete every ledger, every cursor and the metadata."""
+
+
+class ManagedLedgerFactory(Protocol):
+    async def open(self, name: str) -> ManagedLedger:
+        """Open (or create) the managed ledger called name; one instance per name."""
+
+    async def exists(self, name: str) -> bool: ...
+
+    async def delete(self, name: str) -> None: ...
+
+    async def shutdown(self) -> None: ...
