@@ -1,0 +1,39 @@
+"""Topic names in every form the clients send."""
+
+from __future__ import annotations
+
+import pytest
+
+from pulsar_common import naming
+
+
+@pytest.mark.parametrize(
+    ("text", "full"),
+    [
+        ("my-topic", "persistent://public/default/my-topic"),
+        ("t1/ns1/a", "persistent://t1/ns1/a"),
+        ("persistent://t/n/x", "persistent://t/n/x"),
+        ("non-persistent://t/n/x", "non-persistent://t/n/x"),
+    ],
+)
+def test_short_and_full_forms_normalise(text, full):
+    assert str(naming.TopicName.parse(text)) == full
+
+
+@pytest.mark.parametrize("bad", ["", "a/b", "foo://t/n/x", "t/n/", "t/n/x/y", "persistent://t//x"])
+def test_invalid_names_are_rejected(bad):
+    with pytest.raises(naming.InvalidTopicNameError):
+        naming.TopicName.parse(bad)
+
+
+def test_partition_names_round_trip():
+    topic = naming.TopicName.parse("persistent://t/n/orders")
+    p3 = topic.partition(3)
+    assert str(p3) == "persistent://t/n/orders-partition-3"
+    assert p3.partition_index == 3
+    assert p3.partitioned_topic_name == topic
+    assert topic.partition_index == -1
+
+
+def test_persistence_name_matches_pulsar_layout():
+    assert naming.TopicName.parse("a").persistence_name == "public/default/persistent/a"
