@@ -1,0 +1,79 @@
+"""Broker settings, read from a broker.conf-style file with Apache Pulsar's key names.
+
+Only keys this broker implements are declared; other keys in a file are
+ignored so Apache's own broker.conf can be used as a starting point.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pulsar_common import config
+from pulsar_common.config import setting
+
+ONE_MB = 1024 * 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class BrokerConfig:
+    cluster_name: str = setting("clusterName", "standalone", "Name of the cluster this broker serves")
+    metadata_store_url: str = setting(
+        "metadataStoreUrl", "", "etcd:http://host:2379 or rocksdb:/path; empty means <data-dir>/metadata"
+    )
+    bind_address: str = setting("bindAddress", "0.0.0.0", "Address the listeners bind to")
+    advertised_address: str = setting(
+        "advertisedAddress", "localhost", "Host name clients are told to connect to"
+    )
+    broker_service_port: int = setting("brokerServicePort", 6650, "Binary protocol port")
+    web_service_port: int = setting("webServicePort", 8080, "HTTP admin, lookup and metrics port")
+    max_message_size: int = setting(
+        "maxMessageSize", 5 * ONE_MB, "Largest message (metadata + payload) accepted, bytes"
+    )
+    allow_auto_topic_creation: bool = setting("allowAutoTopicCreation", True)
+    allow_auto_topic_creation_type: str = setting(
+        "allowAutoTopicCreationType", "non-partitioned", "non-partitioned or partitioned"
+    )
+    default_num_partitions: int = setting("defaultNumPartitions", 1)
+    allow_auto_subscription_creation: bool = setting("allowAutoSubscriptionCreation", True)
+    broker_deduplication_enabled: bool = setting("brokerDeduplicationEnabled", False)
+    keep_alive_interval_seconds: int = setting("keepAliveIntervalSeconds", 30)
+    max_pending_publish_requests_per_connection: int = setting(
+        "maxPendingPublishRequestsPerConnection", 1000,
+        "SENDs in flight on one connection before the broker stops reading from it",
+    )
+    dispatcher_max_read_batch_size: int = setting("dispatcherMaxReadBatchSize", 100)
+    dispatcher_max_read_size_bytes: int = setting("dispatcherMaxReadSizeBytes", 5 * ONE_MB)
+    max_unacked_messages_per_consumer: int = setting("maxUnackedMessagesPerConsumer", 50000)
+    subscription_redelivery_tracker_enabled: bool = setting(
+        "subscriptionRedeliveryTrackerEnabled", True
+    )
+    subscription_key_shared_use_consistent_hashing: bool = setting(
+        "subscriptionKeySharedUseConsistentHashing", False
+    )
+    managed_ledger_default_ensemble_size: int = setting("managedLedgerDefaultEnsembleSize", 1)
+    managed_ledger_default_write_quorum: int = setting("managedLedgerDefaultWriteQuorum", 1)
+    managed_ledger_default_ack_quorum: int = setting("managedLedgerDefaultAckQuorum", 1)
+    managed_ledger_max_entries_per_ledger: int = setting("managedLedgerMaxEntriesPerLedger", 50000)
+    managed_ledger_max_size_per_ledger_mbytes: int = setting(
+        "managedLedgerMaxSizePerLedgerMbytes", 2048
+    )
+    managed_ledger_min_ledger_rollover_time_minutes: int = setting(
+        "managedLedgerMinLedgerRolloverTimeMinutes", 10
+    )
+    managed_ledger_max_ledger_rollover_time_minutes: int = setting(
+        "managedLedgerMaxLedgerRolloverTimeMinutes", 240
+    )
+    managed_ledger_cache_size_mb: int = setting("managedLedgerCacheSizeMB", 256)
+    managed_ledger_cursor_position_flush_seconds: int = setting(
+        "managedLedgerCursorPositionFlushSeconds", 1
+    )
+    default_retention_time_in_minutes: int = setting("defaultRetentionTimeInMinutes", 0)
+    default_retention_size_in_mb: int = setting("defaultRetentionSizeInMB", 0)
+    journal_sync_data: bool = setting(
+        "journalSyncData", True, "Standalone's bookie: fdatasync the journal before acknowledging"
+    )
+    bookie_port: int = setting("bookiePort", 3181, "Standalone's bookie port")
+
+
+def load(path: str | None, overrides: dict[str, str] | None = None) -> BrokerConfig:
+    return config.load(BrokerConfig, path, overrides)

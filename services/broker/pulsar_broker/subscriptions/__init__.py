@@ -1,0 +1,1 @@
+"""Subscriptions: cursors plus the dispatchers that hand entries to consumers by type."""
