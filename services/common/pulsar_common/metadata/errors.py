@@ -33,3 +33,14 @@ class StoreUnavailableError(MetadataStoreError):
     """The backend could not be reached; the call may succeed later."""
 
     retriable = True
+
+
+class InvalidPathError(MetadataStoreError):
+    """A metadata path is not absolute or has an empty segment."""
+
+
+class WatchLostError(MetadataStoreError):
+    """A watch missed notifications (its consumer fell behind, or the history it needed
+    was compacted away); re-read what it covered and open a new watch."""
+
+    retriable = True
