@@ -1,0 +1,40 @@
+"""Errors of the broker, each carrying the HTTP status the admin API answers with."""
+
+from __future__ import annotations
+
+from pulsar_common import errors
+
+
+class BrokerError(errors.PulsarError):
+    http_status = 500
+
+
+class NotFoundError(BrokerError):
+    http_status = 404
+
+
+class ConflictError(BrokerError):
+    http_status = 409
+
+
+class PreconditionFailedError(BrokerError):
+    """The thing still has children (a namespace with topics, a tenant with namespaces)."""
+
+    http_status = 412
+
+
+class InvalidRequestError(BrokerError):
+    http_status = 400
+
+
+class NotAllowedError(BrokerError):
+    http_status = 405
+
+
+class TopicNotFoundError(NotFoundError):
+    pass
+
+
+class ServiceNotReadyError(BrokerError):
+    http_status = 503
+    retriable = True

@@ -1,0 +1,118 @@
+"""One consumer of a subscription: its flow permits, the entries it holds unacknowledged,
+and the connection its MESSAGE frames go out on.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Protocol
+
+from pulsar_broker.managed_ledger import api as ml
+
+
+class SubType(enum.IntEnum):
+    """CommandSubscribe.SubType numbers."""
+
+    EXCLUSIVE = 0
+    SHARED = 1
+    FAILOVER = 2
+    KEY_SHARED = 3
+
+
+class ConsumerConnection(Protocol):
+    """What a consumer needs from the connection it was created on."""
+
+    def send_message(
+        self, consumer_id: int, position: ml.Position, redelivery_count: int, data: bytes,
+        partition: int,
+    ) -> None: ...
+
+    def send_active_consumer_change(self, consumer_id: int, is_active: bool) -> None: ...
+
+    def send_close_consumer(self, consumer_id: int) -> None: ...
+
+    @property
+    def remote_address(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatched:
+    """An entry on its way to a consumer, with what the dispatcher learned about it."""
+
+    entry: ml.Entry
+    num_messages: int
+    sticky_key: bytes
+
+
+class Consumer:
+    def __init__(
+        self,
+        cnx: ConsumerConnection,
+        consumer_id: int,
+        consumer_name: str,
+        sub_type: SubType,
+        priority_level: int,
+        partition_index: int,
+        max_unacked_messages: int,
+    ) -> None:
+        self.cnx = cnx
+        self.consumer_id = consumer_id
+        self.consumer_name = consumer_name
+        self.sub_type = sub_type
+        self.priority_level = priority_level
+        self.partition_index = partition_index
+        self.max_unacked_messages = max_unacked_messages
+        self.permits = 0
+        #: Delivered, not yet acknowledged: position -> number of messages in the entry.
+        self.pending_acks: dict[ml.Position, int] = {}
+        self.unacked_messages = 0
+        self.msg_out = 0
+        self.bytes_out = 0
+        self.closed = False
+
+    @property
+    def blocked_on_unacked(self) -> bool:
+        return (
+            self.sub_type in (SubType.SHARED, SubType.KEY_SHARED)
+            and self.max_unacked_messages > 0
+            and self.unacked_messages >= self.max_unacked_messages
+        )
+
+    @property
+    def available(self) -> bool:
+        return not self.closed and self.permits > 0 and not self.blocked_on_unacked
+
+    def flow(self, permits: int) -> None:
+        self.permits += permits
+
+    def send(self, item: Dispatched, redelivery_count: int) -> None:
+        position = item.entry.position
+        self.permits -= item.num_messages
+        if position not in self.pending_acks:
+            self.unacked_messages += item.num_messages
+        self.pending_acks[position] = item.num_messages
+        self.msg_out += item.num_messages
+        self.bytes_out += len(item.entry.data)
+        self.cnx.send_message(
+            self.consumer_id, position, redelivery_count, item.entry.data, self.partition_index
+        )
+
+    def acknowledged(self, position: ml.Position) -> bool:
+        """Forget a pending entry; True when this consumer held it."""
+        count = self.pending_acks.pop(position, None)
+        if count is None:
+            return False
+        self.unacked_messages -= count
+        return True
+
+    def acknowledged_up_to(self, position: ml.Position) -> None:
+        for held in [p for p in self.pending_acks if p <= position]:
+            self.acknowledged(held)
+
+    def take_pending(self) -> list[ml.Position]:
+        """All pending entries, now no longer held by this consumer (for redelivery)."""
+        held = sorted(self.pending_acks)
+        self.pending_acks.clear()
+        self.unacked_messages = 0
+        return held

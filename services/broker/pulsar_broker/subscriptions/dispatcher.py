@@ -1,0 +1,241 @@
+"""Dispatchers: the read loop that moves entries from a cursor to consumers.
+
+One asyncio task per subscription reads from the cursor only while some
+consumer has permits, so a slow consumer stops reads instead of filling broker
+memory. The subscription type decides who gets each entry:
+
+* Exclusive / Failover: the single active consumer; a redelivery request
+  rewinds the cursor to the first unacknowledged entry.
+* Shared: round-robin over consumers with permits; unacknowledged entries of
+  a closed consumer and negatively acknowledged ones are replayed first.
+* Key_Shared: by hash range of the entry's sticky key; an entry whose
+  consumer has no permits waits (with every later entry for that consumer,
+  so each key stays in order).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+
+from pulsar_broker.managed_ledger import api as ml
+from pulsar_broker.subscriptions import selection
+from pulsar_broker.subscriptions.consumer import Consumer, Dispatched, SubType
+from pulsar_broker.topics import entry_info
+
+log = logging.getLogger(__name__)
+
+#: Entries waiting for redelivery above which no new entries are read (Key_Shared).
+REPLAY_BACKLOG_MAX = 10_000
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        cursor: ml.ManagedCursor,
+        sub_type: SubType,
+        partition_index: int,
+        max_read_batch: int,
+        redelivery_count: Callable[[ml.Position], int],
+        on_active_change: Callable[[Consumer | None], None] | None = None,
+    ) -> None:
+        self.cursor = cursor
+        self.sub_type = sub_type
+        self.partition_index = partition_index
+        self.max_read_batch = max_read_batch
+        self._redelivery_count = redelivery_count
+        self._on_active_change = on_active_change
+        self.consumers: list[Consumer] = []
+        self.replay: set[ml.Position] = set()
+        self._ranges: selection.AutoSplitRanges[Consumer] = selection.AutoSplitRanges.empty()
+        self._round_robin = 0
+        self._active: Consumer | None = None
+        self._generation = 0
+        self._wake = asyncio.Event()
+        self._closed = False
+        self._task: asyncio.Task[None] | None = None
+
+    # Consumers
+
+    @property
+    def single_active(self) -> bool:
+        return self.sub_type in (SubType.EXCLUSIVE, SubType.FAILOVER)
+
+    @property
+    def active_consumer(self) -> Consumer | None:
+        return self._active
+
+    def add_consumer(self, consumer: Consumer) -> None:
+        self.consumers.append(consumer)
+        if self.sub_type is SubType.KEY_SHARED:
+            self._ranges.add(consumer)
+        self._update_active()
+        self._start()
+        self.wake()
+
+    def remove_consumer(self, consumer: Consumer) -> None:
+        if consumer not in self.consumers:
+            return
+        self.consumers.remove(consumer)
+        consumer.closed = True
+        if self.sub_type is SubType.KEY_SHARED:
+            self._ranges.remove(consumer)
+        pending = consumer.take_pending()
+        if self.single_active:
+            self._update_active(force_rewind=bool(pending))
+        else:
+            self.replay.update(pending)
+        self.wake()
+
+    def _update_active(self, force_rewind: bool = False) -> None:
+        if not self.single_active:
+            return
+        new = selection.failover_active(self.consumers, self.partition_index)
+        if new is not self._active:
+            self._active = new
+            self._rewind()
+            if self._on_active_change is not None:
+                self._on_active_change(new)
+        elif force_rewind:
+            self._rewind()
+
+    # Redelivery
+
+    def redeliver(self, consumer: Consumer, positions: Iterable[ml.Position] | None) -> None:
+        """A consumer asked for redelivery: of these entries, or of all it holds."""
+        if self.single_active:
+            consumer.take_pending()
+            self._rewind()
+        else:
+            wanted = consumer.take_pending() if positions is None else [
+                p for p in positions if consumer.acknowledged(p)
+            ]
+            self.replay.update(p for p in wanted if not self.cursor.is_acknowledged(p))
+        self.wake()
+
+    def _rewind(self) -> None:
+        self._generation += 1
+        for consumer in self.consumers:
+            consumer.take_pending()
+        self.cursor.rewind()
+        self.wake()
+
+    def reset(self) -> None:
+        """The cursor was moved (seek / reset): forget what was in flight."""
+        self._generation += 1
+        self.replay.clear()
+        for consumer in self.consumers:
+            consumer.take_pending()
+
+    # The read loop
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def _start(self) -> None:
+        if self._task is None and not self._closed:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
+
+    def _permits(self) -> int:
+        if self.single_active:
+            return self._active.permits if self._active and self._active.available else 0
+        return max((c.permits for c in self.consumers if c.available), default=0)
+
+    async def _run(self) -> None:
+        while not self._closed:
+            await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self._dispatch_while_possible()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("dispatch failed on cursor %s; retrying", self.cursor.name)
+                await asyncio.sleep(0.5)
+                self.wake()
+
+    async def _dispatch_while_possible(self) -> None:
+        while not self._closed:
+            permits = self._permits()
+            if permits <= 0:
+                return
+            batch = max(1, min(permits, self.max_read_batch))
+            generation = self._generation
+            blocked: set[int] = set()
+            if self.replay:
+                progressed, blocked = await self._dispatch_replay(batch, generation)
+                if progressed:
+                    continue
+            if len(self.replay) >= REPLAY_BACKLOG_MAX or not self.cursor.has_more_entries():
+                return
+            entries = await self.cursor.read_entries(batch)
+            if generation != self._generation or not entries:
+                continue
+            self._dispatch([self._describe(e) for e in entries], blocked)
+
+    async def _dispatch_replay(self, batch: int, generation: int) -> tuple[bool, set[int]]:
+        """Send entries waiting for redelivery; returns (progress made, consumers still
+        holding back entries). Key_Shared looks at all of them so that no newer entry of
+        a key overtakes an older one that waits."""
+        ordered = sorted(self.replay)
+        positions = ordered if self.sub_type is SubType.KEY_SHARED else ordered[:batch]
+        self.replay.difference_update(positions)
+        wanted = [p for p in positions if not self.cursor.is_acknowledged(p)]
+        entries = await self.cursor.replay_entries(wanted) if wanted else []
+        if generation != self._generation:
+            return True, set()
+        waiting_before = len(self.replay)
+        blocked = self._dispatch([self._describe(e) for e in entries], set())
+        sent = len(entries) - (len(self.replay) - waiting_before)
+        return sent > 0 or len(wanted) < len(positions), blocked
+
+    @staticmethod
+    def _describe(entry: ml.Entry) -> Dispatched:
+        info = entry_info.entry_info(entry.data)
+        return Dispatched(entry, info.num_messages, info.sticky_key)
+
+    def _dispatch(self, items: list[Dispatched], blocked: set[int]) -> set[int]:
+        """Hand items out; what cannot go now waits in replay. Returns blocked consumers."""
+        if self.single_active:
+            active = self._active
+            for item in items:
+                if active is None or active.closed:
+                    # Read again once a consumer is back.
+                    self.cursor.rewind()
+                    break
+                active.send(item, self._redelivery_count(item.entry.position))
+            return blocked
+        for item in items:
+            consumer = self._pick(item, blocked)
+            if consumer is None:
+                self.replay.add(item.entry.position)
+                continue
+            consumer.send(item, self._redelivery_count(item.entry.position))
+        return blocked
+
+    def _pick(self, item: Dispatched, blocked: set[int]) -> Consumer | None:
+        if self.sub_type is SubType.KEY_SHARED:
+            owner = self._ranges.owner(selection.sticky_key_hash(item.sticky_key))
+            if owner is None or id(owner) in blocked or not owner.available:
+                if owner is not None:
+                    blocked.add(id(owner))
+                return None
+            return owner
+        count = len(self.consumers)
+        for step in range(count):
+            consumer = self.consumers[(self._round_robin + step) % count]
+            if consumer.available:
+                self._round_robin = (self._round_robin + step + 1) % count
+                return consumer
+        return None

@@ -1,0 +1,184 @@
+"""A subscription: a cursor on the topic's managed ledger, its consumers and dispatcher.
+
+Acknowledgements move the cursor; negative acknowledgements and closed
+consumers hand entries back to the dispatcher, counting redeliveries for
+Shared and Key_Shared (the client uses the count for dead-letter topics).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pulsar_broker import errors
+from pulsar_broker.managed_ledger import api as ml
+from pulsar_broker.subscriptions import dispatcher as dispatch
+from pulsar_broker.subscriptions.consumer import Consumer, SubType
+
+#: Redelivery counts kept per subscription; the oldest are forgotten past this.
+REDELIVERY_TRACKER_MAX = 100_000
+
+
+class ConsumerBusyError(errors.BrokerError):
+    """Exclusive subscription already has a consumer (ServerError ConsumerBusy)."""
+
+
+class SubscriptionTypeMismatchError(errors.BrokerError):
+    """A consumer asked for another type than the subscription's current consumers use."""
+
+
+class Subscription:
+    def __init__(
+        self,
+        topic_name: str,
+        name: str,
+        cursor: ml.ManagedCursor,
+        sub_type: SubType,
+        partition_index: int,
+        max_read_batch: int,
+        track_redeliveries: bool = True,
+    ) -> None:
+        self.topic_name = topic_name
+        self.name = name
+        self.cursor = cursor
+        self.sub_type = sub_type
+        self.durable = cursor.durable
+        self.track_redeliveries = track_redeliveries and sub_type in (
+            SubType.SHARED, SubType.KEY_SHARED)
+        self.redelivery_counts: dict[ml.Position, int] = {}
+        self.dispatcher = dispatch.Dispatcher(
+            cursor, sub_type, partition_index, max_read_batch,
+            self.redelivery_count, self._announce_active,
+        )
+        self.msg_acked = 0
+
+    @property
+    def consumers(self) -> list[Consumer]:
+        return self.dispatcher.consumers
+
+    def redelivery_count(self, position: ml.Position) -> int:
+        return self.redelivery_counts.get(position, 0)
+
+    def add_consumer(self, consumer: Consumer) -> None:
+        if self.consumers:
+            if consumer.sub_type is not self.sub_type:
+                raise SubscriptionTypeMismatchError(
+                    f"Subscription {self.name} is of type {self.sub_type.name}, "
+                    f"not {consumer.sub_type.name}")
+            if self.sub_type is SubType.EXCLUSIVE:
+                raise ConsumerBusyError(f"Exclusive consumer is already connected to {self.name}")
+        else:
+            self._retype(consumer.sub_type)
+        self.dispatcher.add_consumer(consumer)
+        if self.sub_type is SubType.FAILOVER:
+            self._announce_active(self.dispatcher.active_consumer)
+
+    def _retype(self, sub_type: SubType) -> None:
+        if sub_type is self.sub_type:
+            return
+        old = self.dispatcher
+        self.sub_type = sub_type
+        self.track_redeliveries = sub_type in (SubType.SHARED, SubType.KEY_SHARED)
+        self.dispatcher = dispatch.Dispatcher(
+            self.cursor, sub_type, old.partition_index, old.max_read_batch,
+            self.redelivery_count, self._announce_active,
+        )
+        old._closed = True
+        old.wake()
+        self.cursor.rewind()
+
+    def remove_consumer(self, consumer: Consumer) -> None:
+        held = list(consumer.pending_acks)
+        self.dispatcher.remove_consumer(consumer)
+        self._count_redeliveries(held)
+
+    def _announce_active(self, active: Consumer | None) -> None:
+        if self.sub_type is not SubType.FAILOVER:
+            return
+        for consumer in self.consumers:
+            consumer.cnx.send_active_consumer_change(consumer.consumer_id, consumer is active)
+
+    def _count_redeliveries(self, positions: Iterable[ml.Position]) -> None:
+        if not self.track_redeliveries:
+            return
+        for position in positions:
+            self.redelivery_counts[position] = self.redelivery_counts.get(position, 0) + 1
+        while len(self.redelivery_counts) > REDELIVERY_TRACKER_MAX:
+            self.redelivery_counts.pop(next(iter(self.redelivery_counts)))
+
+    async def acknowledge(
+        self, consumer: Consumer, positions: list[ml.Position], cumulative: bool
+    ) -> None:
+        if cumulative:
+            if self.sub_type in (SubType.SHARED, SubType.KEY_SHARED):
+                raise errors.InvalidRequestError("Cumulative ack is not allowed on Shared subscriptions")
+            position = max(positions)
+            consumer.acknowledged_up_to(position)
+            if position > self.cursor.mark_delete_position:
+                await self.cursor.mark_delete(position)
+        else:
+            for position in positions:
+                if not consumer.acknowledged(position):
+                    for other in self.consumers:
+                        if other.acknowledged(position):
+                            break
+                self.redelivery_counts.pop(position, None)
+                self.dispatcher.replay.discard(position)
+            await self.cursor.delete(positions)
+        self.msg_acked += len(positions)
+        # Acks can unblock consumers held back by maxUnackedMessagesPerConsumer.
+        self.dispatcher.wake()
+
+    def redeliver(self, consumer: Consumer, positions: list[ml.Position] | None) -> None:
+        held = list(consumer.pending_acks) if positions is None else [
+            p for p in positions if p in consumer.pending_acks]
+        self._count_redeliveries(held)
+        self.dispatcher.redeliver(consumer, positions)
+
+    def new_entries(self) -> None:
+        self.dispatcher.wake()
+
+    async def reset_cursor(self, position: ml.Position) -> None:
+        """Move the subscription (seek / admin reset) and make consumers reconnect."""
+        self.dispatcher.reset()
+        await self.cursor.reset_cursor(position)
+        self.redelivery_counts.clear()
+        for consumer in list(self.consumers):
+            consumer.cnx.send_close_consumer(consumer.consumer_id)
+            self.dispatcher.remove_consumer(consumer)
+        self.dispatcher.wake()
+
+    async def close(self) -> None:
+        for consumer in list(self.consumers):
+            consumer.cnx.send_close_consumer(consumer.consumer_id)
+            self.dispatcher.remove_consumer(consumer)
+        await self.dispatcher.close()
+
+    def stats(self) -> dict[str, Any]:
+        backlog = self.cursor.number_of_entries_in_backlog
+        return {
+            "msgRateOut": 0.0,
+            "msgThroughputOut": 0.0,
+            "msgBacklog": backlog,
+            "backlogSize": 0,
+            "msgBacklogNoDelayed": backlog,
+            "unackedMessages": sum(c.unacked_messages for c in self.consumers),
+            "type": {SubType.EXCLUSIVE: "Exclusive", SubType.SHARED: "Shared",
+                     SubType.FAILOVER: "Failover", SubType.KEY_SHARED: "Key_Shared"}[self.sub_type],
+            "msgOutCounter": sum(c.msg_out for c in self.consumers),
+            "bytesOutCounter": sum(c.bytes_out for c in self.consumers),
+            "isDurable": self.durable,
+            "isReplicated": False,
+            "consumers": [
+                {
+                    "consumerName": c.consumer_name,
+                    "availablePermits": c.permits,
+                    "unackedMessages": c.unacked_messages,
+                    "msgOutCounter": c.msg_out,
+                    "bytesOutCounter": c.bytes_out,
+                    "address": c.cnx.remote_address,
+                    "priorityLevel": c.priority_level,
+                }
+                for c in self.consumers
+            ],
+        }

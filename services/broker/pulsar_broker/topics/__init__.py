@@ -1,0 +1,1 @@
+"""Topics: producers appending to a managed ledger, and their subscriptions."""
