@@ -1,0 +1,144 @@
+"""A bookie's settings, read from a bookkeeper.conf-style file with BookKeeper's key names.
+
+Only the settings this bookie implements are declared; `pulsar_common.config.load`
+ignores the many other keys an Apache bookkeeper.conf carries. Times keep
+BookKeeper's units (the unit is in the key name or in the doc).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pulsar_common import config, errors
+
+MB = 1024 * 1024
+#: Offsets inside an entry log are stored in 32 bits.
+ENTRY_LOG_SIZE_LIMIT_MAX = 2**31 - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class BookieConfig:
+    # Identity and network (the server part uses these).
+    bookiePort: int = config.setting("bookiePort", 3181, "Port the bookie serves on")
+    advertisedAddress: str = config.setting("advertisedAddress", "", "Host name the bookie registers")
+    bookieId: str = config.setting("bookieId", "", "Explicit bookie id (host:port when empty)")
+
+    # Directories.
+    journalDirectory: str = config.setting(
+        "journalDirectory", "data/bookkeeper/journal", "Journal directory (when journalDirectories is empty)"
+    )
+    journalDirectories: tuple[str, ...] = config.setting(
+        "journalDirectories", (), "Comma-separated journal directories; ledgers are spread over them"
+    )
+    ledgerDirectories: tuple[str, ...] = config.setting(
+        "ledgerDirectories", ("data/bookkeeper/ledgers",), "Comma-separated entry log and index directories"
+    )
+
+    # Journal.
+    journalSyncData: bool = config.setting(
+        "journalSyncData", True, "fdatasync the journal before acknowledging an add"
+    )
+    journalMaxGroupWaitMSec: int = config.setting(
+        "journalMaxGroupWaitMSec", 1, "Longest time an add waits to be grouped with others"
+    )
+    journalBufferedWritesThreshold: int = config.setting(
+        "journalBufferedWritesThreshold", 512 * 1024, "Bytes after which a journal batch is written"
+    )
+    journalBufferedEntriesThreshold: int = config.setting(
+        "journalBufferedEntriesThreshold", 10000, "Records after which a journal batch is written"
+    )
+    journalFlushWhenQueueEmpty: bool = config.setting(
+        "journalFlushWhenQueueEmpty", False, "Write a batch as soon as the journal queue is empty"
+    )
+    journalQueueSize: int = config.setting(
+        "journalQueueSize", 10000, "Records waiting for the journal before adds wait"
+    )
+    journalMaxSizeMB: int = config.setting(
+        "journalMaxSizeMB", 2048, "Size after which a new journal file is started"
+    )
+
+    # Entry logs, caches and the index (DbLedgerStorage).
+    entryLogSizeLimit: int = config.setting(
+        "entryLogSizeLimit", 1024 * MB, "Size after which a new entry log file is started (bytes)"
+    )
+    dbStorage_writeCacheMaxSizeMb: int = config.setting(
+        "dbStorage_writeCacheMaxSizeMb", 64, "Write cache size; half is filled while the other half flushes"
+    )
+    dbStorage_readAheadCacheMaxSizeMb: int = config.setting(
+        "dbStorage_readAheadCacheMaxSizeMb", 32, "Read cache size"
+    )
+    dbStorage_readAheadCacheBatchSize: int = config.setting(
+        "dbStorage_readAheadCacheBatchSize", 100, "Entries read ahead after a read from an entry log"
+    )
+    dbStorage_maxThrottleTimeMs: int = config.setting(
+        "dbStorage_maxThrottleTimeMs", 10000, "Longest wait of an add for write cache space"
+    )
+    numReadWorkerThreads: int = config.setting(
+        "numReadWorkerThreads", 2, "Threads reading entry logs"
+    )
+    flushInterval: int = config.setting(
+        "flushInterval", 60000, "Milliseconds between flushes of the write cache (checkpoints)"
+    )
+
+    # Garbage collection and compaction.
+    gcWaitTime: int = config.setting("gcWaitTime", 900000, "Milliseconds between garbage collections")
+    minorCompactionThreshold: float = config.setting(
+        "minorCompactionThreshold", 0.2, "Entry logs with a live ratio below this are compacted (minor)"
+    )
+    minorCompactionInterval: int = config.setting(
+        "minorCompactionInterval", 3600, "Seconds between minor compactions (0 disables)"
+    )
+    majorCompactionThreshold: float = config.setting(
+        "majorCompactionThreshold", 0.5, "Entry logs with a live ratio below this are compacted (major)"
+    )
+    majorCompactionInterval: int = config.setting(
+        "majorCompactionInterval", 86400, "Seconds between major compactions (0 disables)"
+    )
+
+    # Disk checks (used by the server part).
+    diskUsageThreshold: float = config.setting(
+        "diskUsageThreshold", 0.95, "Disk usage above which a ledger directory is full"
+    )
+    diskUsageWarnThreshold: float = config.setting(
+        "diskUsageWarnThreshold", 0.90, "Disk usage above which a warning is logged"
+    )
+
+    @property
+    def journal_dirs(self) -> tuple[str, ...]:
+        return self.journalDirectories or (self.journalDirectory,)
+
+    @property
+    def write_cache_max_bytes(self) -> int:
+        return self.dbStorage_writeCacheMaxSizeMb * MB
+
+    @property
+    def read_cache_max_bytes(self) -> int:
+        return self.dbStorage_readAheadCacheMaxSizeMb * MB
+
+    def validate(self) -> None:
+        """Refuse settings that would make a limit meaningless (checked at start-up)."""
+        problems = []
+        if not self.ledgerDirectories:
+            problems.append("ledgerDirectories is empty")
+        dirs = list(self.journal_dirs) + list(self.ledgerDirectories)
+        if len(set(dirs)) != len(dirs):
+            problems.append("a directory is listed twice")
+        for key in (
+            "journalBufferedWritesThreshold",
+            "journalBufferedEntriesThreshold",
+            "journalQueueSize",
+            "journalMaxSizeMB",
+            "dbStorage_writeCacheMaxSizeMb",
+            "dbStorage_readAheadCacheBatchSize",
+            "numReadWorkerThreads",
+            "flushInterval",
+            "gcWaitTime",
+        ):
+            if getattr(self, key) <= 0:
+                problems.append(f"{key} must be positive")
+        if self.journalMaxGroupWaitMSec < 0 or self.dbStorage_readAheadCacheMaxSizeMb < 0:
+            problems.append("journalMaxGroupWaitMSec and dbStorage_readAheadCacheMaxSizeMb must be >= 0")
+        if not 64 * 1024 <= self.entryLogSizeLimit <= ENTRY_LOG_SIZE_LIMIT_MAX:
+            problems.append("entryLogSizeLimit must be between 64 KiB and 2 GiB")
+        if problems:
+            raise errors.ConfigError("; ".join(problems))

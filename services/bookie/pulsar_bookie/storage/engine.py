@@ -1,0 +1,437 @@
+"""The bookie's storage engine: journal + write cache + entry logs + RocksDB index, as in DbLedgerStorage.
+
+`LedgerStorageEngine` implements `storage.api.LedgerStorage`. It runs on one
+asyncio event loop; many callers (the in-process ledger client, or the
+bookie server's connections) may call it concurrently from that loop. Disk
+work happens off the loop: one writer thread per journal (group commit), one
+flush thread (write cache -> entry logs -> index, garbage collection) and a
+small pool of reader threads.
+
+An add is acknowledged once its journal record is fsync'd (journalSyncData).
+The write cache makes it readable at once; a background flush, when half the
+cache is full or every flushInterval ms, moves it to entry logs and the index
+and then records a checkpoint (the journals' last log marks) so older journal
+files can be deleted. After a crash, `start` replays the journals from the
+checkpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import dataclasses
+import enum
+import logging
+import pathlib
+import time
+import typing
+
+from pulsar_bookie import config as bookie_config
+from pulsar_bookie import errors, types
+from pulsar_bookie.storage import (
+    api,
+    checkpoint,
+    cookie,
+    entry_log,
+    gc,
+    index,
+    journal,
+    read_cache,
+    records,
+    recovery,
+    write_cache,
+)
+from pulsar_bookie.storage import reader as entry_reader
+
+log = logging.getLogger(__name__)
+
+
+class _State(enum.Enum):
+    NEW = "new"
+    RUNNING = "running"
+    CLOSING = "closing"
+    CLOSED = "closed"
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineStats:
+    """A snapshot of the engine's counters (for tests, benchmarks and metrics)."""
+
+    adds: int
+    journal_records: int
+    journal_batches: int
+    journal_fsyncs: int
+    journal_bytes: int
+    flushes: int
+    flushed_entries: int
+    write_cache_bytes: int
+    read_cache_bytes: int
+    read_cache_hits: int
+    entry_log_reads: int
+    gc_runs: int
+
+
+def journal_settings(conf: bookie_config.BookieConfig) -> journal.JournalSettings:
+    return journal.JournalSettings(
+        sync_data=conf.journalSyncData,
+        max_group_wait_s=conf.journalMaxGroupWaitMSec / 1000.0,
+        max_batch_bytes=conf.journalBufferedWritesThreshold,
+        max_batch_records=conf.journalBufferedEntriesThreshold,
+        flush_when_queue_empty=conf.journalFlushWhenQueueEmpty,
+        queue_size=conf.journalQueueSize,
+        max_file_size=conf.journalMaxSizeMB * bookie_config.MB,
+    )
+
+
+class LedgerStorageEngine(api.LedgerStorage):
+    """One bookie's local storage. Create, `await start()`, use, `await close()`."""
+
+    def __init__(
+        self,
+        conf: bookie_config.BookieConfig,
+        *,
+        expected_instance_id: str | None = None,
+    ) -> None:
+        conf.validate()
+        self.conf = conf
+        self._expected_instance_id = expected_instance_id
+        self.cookie: cookie.Cookie | None = None
+        self._state = _State.NEW
+        self._journal_dirs = [pathlib.Path(d) for d in conf.journal_dirs]
+        self._ledger_dirs = [pathlib.Path(d) for d in conf.ledgerDirectories]
+        self._journals = [
+            journal.Journal(d / "current", journal_settings(conf)) for d in self._journal_dirs
+        ]
+        self._ledgers: dict[int, index.LedgerInfo] = {}
+        self._dirty: set[int] = set()
+        self._usage: dict[int, dict[int, int]] = {}
+        self._write_cache = write_cache.WriteCache(conf.write_cache_max_bytes)
+        self._read_cache = read_cache.ReadCache(conf.read_cache_max_bytes)
+        self._logger = entry_log.EntryLogger([d / "current" for d in self._ledger_dirs], conf.entryLogSizeLimit)
+        self._index: index.LedgerIndex | None = None
+        self._reader: entry_reader.EntryReader | None = None
+        self._flush_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="bookie-flush")
+        self._read_threads = concurrent.futures.ThreadPoolExecutor(
+            conf.numReadWorkerThreads, thread_name_prefix="bookie-read"
+        )
+        self._index_lock = asyncio.Lock()
+        self._flush_wanted = asyncio.Event()
+        self._cache_room = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._adds = 0
+        self._flushes = 0
+        self._flushed_entries = 0
+        self._gc_runs = 0
+        self._last_minor = self._last_major = time.monotonic()
+
+    # ----- life cycle -----
+
+    async def start(self) -> None:
+        """Check cookies, open the index, replay the journals, start background work."""
+        if self._state is not _State.NEW:
+            raise errors.BookieError("engine already started")
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._flush_thread, self._open_and_replay)
+        for j in self._journals:
+            j.start(loop)
+        # The replayed records go to entry logs; the marks move to the start of the new files.
+        await self._run_flush()
+        self._state = _State.RUNNING
+        self._tasks = [
+            asyncio.create_task(self._flush_loop(), name="bookie-flush"),
+            asyncio.create_task(self._gc_loop(), name="bookie-gc"),
+        ]
+
+    def _open_and_replay(self) -> None:
+        self.cookie = cookie.check_or_create(
+            self._journal_dirs, self._ledger_dirs, self.conf.bookieId, self._expected_instance_id
+        )
+        ledger_index = self._index = index.LedgerIndex(self._ledger_dirs[0] / "current" / "index")
+        self._reader = entry_reader.EntryReader(
+            self._logger, ledger_index, self._read_cache, self.conf.dbStorage_readAheadCacheBatchSize
+        )
+        self._ledgers = ledger_index.load_ledgers()
+        self._usage = ledger_index.load_log_usage()
+        marks = ledger_index.load_marks()
+        self._logger.start()
+        replayer = recovery.Replayer(self._ledgers, self._write_cache, self._replay_flush, ledger_index.delete_ledger)
+        for number, j in enumerate(self._journals):
+            replayer.apply_all(j.replay(marks.get(number, journal.LogMark(0, 0))))
+        self._dirty = replayer.touched
+        log.info("replayed %d journal records", replayer.applied)
+
+    def _replay_flush(self) -> None:
+        assert self._index is not None
+        half = self._write_cache.swap()
+        snapshot = {ledger: self._ledgers[ledger].copy() for ledger in self._dirty if ledger in self._ledgers}
+        checkpoint.flush_half(self._logger, self._index, self._usage, half, snapshot, {})
+        self._write_cache.flushed()
+
+    async def close(self) -> None:
+        """Stop taking requests, checkpoint, and stop every thread."""
+        if self._state in (_State.CLOSING, _State.CLOSED):
+            return
+        was_running = self._state is _State.RUNNING
+        self._state = _State.CLOSING
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if was_running:
+            await self._run_flush()
+        for j in self._journals:
+            await j.close()
+        self._read_threads.shutdown(wait=True)
+        self._flush_thread.shutdown(wait=True)
+        self._logger.close()
+        if self._index is not None:
+            self._index.close()
+        self._state = _State.CLOSED
+        self._cache_room.set()
+
+    def _check_running(self) -> None:
+        if self._state is not _State.RUNNING:
+            raise errors.StorageClosedError(f"storage is {self._state.value}")
+
+    def _journal_for(self, ledger_id: int) -> journal.Journal:
+        return self._journals[ledger_id % len(self._journals)]
+
+    # ----- writes -----
+
+    def _ledger_for_write(self, ledger_id: int, master_key: bytes) -> index.LedgerInfo:
+        """The ledger's info, created (with a journalled master key) on first sight."""
+        info = self._ledgers.get(ledger_id)
+        if info is None:
+            info = self._ledgers[ledger_id] = index.LedgerInfo(master_key=master_key)
+            self._dirty.add(ledger_id)
+            self._journal_for(ledger_id).append_nowait(records.master_key_record(ledger_id, master_key))
+        elif info.master_key != master_key:
+            raise errors.UnauthorizedAccessError(f"wrong master key for ledger {ledger_id}")
+        return info
+
+    async def add_entry(
+        self,
+        ledger_id: types.LedgerId,
+        entry_id: types.EntryId,
+        last_add_confirmed: types.EntryId,
+        payload: bytes,
+        master_key: bytes,
+        *,
+        recovery: bool = False,
+    ) -> None:
+        self._check_running()
+        cache = self._write_cache
+        if not cache.has_room(len(payload)):
+            await self._wait_for_cache_room(len(payload))
+        info = self._ledger_for_write(ledger_id, master_key)
+        if info.fenced and not recovery:
+            raise errors.LedgerFencedError(f"ledger {ledger_id} is fenced")
+        cache.put(ledger_id, entry_id, last_add_confirmed, payload)
+        if last_add_confirmed > info.last_add_confirmed:
+            info.last_add_confirmed = last_add_confirmed
+        if entry_id > info.last_entry_id:
+            info.last_entry_id = entry_id
+        self._dirty.add(ledger_id)
+        self._adds += 1
+        if cache.active_full:
+            self._flush_wanted.set()
+        await self._journal_for(ledger_id).append(
+            records.add_entry_record(ledger_id, entry_id, last_add_confirmed, payload)
+        )
+
+    async def _wait_for_cache_room(self, size: int) -> None:
+        """Backpressure: wait (at most dbStorage_maxThrottleTimeMs) for a flush to make room."""
+        deadline = time.monotonic() + self.conf.dbStorage_maxThrottleTimeMs / 1000.0
+        while not self._write_cache.has_room(size):
+            self._check_running()
+            self._flush_wanted.set()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise errors.TooManyRequestsError("write cache is full and the flush is behind")
+            self._cache_room.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._cache_room.wait(), remaining)
+
+    async def fence_ledger(self, ledger_id: types.LedgerId, master_key: bytes) -> types.EntryId:
+        self._check_running()
+        info = self._ledger_for_write(ledger_id, master_key)
+        if not info.fenced:
+            info.fenced = True
+            self._dirty.add(ledger_id)
+        # Wait for the record even if already fenced: an earlier fence may not be durable yet.
+        await self._journal_for(ledger_id).append(records.fence_record(ledger_id))
+        return types.EntryId(info.last_add_confirmed)
+
+    async def delete_ledger(self, ledger_id: types.LedgerId) -> None:
+        self._check_running()
+        if ledger_id not in self._ledgers:
+            return
+        async with self._index_lock:
+            if self._ledgers.pop(ledger_id, None) is None:
+                return
+            self._dirty.discard(ledger_id)
+            self._write_cache.drop_ledger(ledger_id)
+            self._read_cache.drop_ledger(ledger_id)
+            await self._journal_for(ledger_id).append(records.delete_ledger_record(ledger_id))
+            assert self._index is not None
+            await asyncio.get_running_loop().run_in_executor(
+                self._flush_thread, self._index.delete_ledger, ledger_id
+            )
+
+    # ----- reads -----
+
+    def _info(self, ledger_id: int) -> index.LedgerInfo:
+        self._check_running()
+        info = self._ledgers.get(ledger_id)
+        if info is None:
+            raise errors.NoSuchLedgerError(f"ledger {ledger_id} is not stored here")
+        return info
+
+    async def read_entry(self, ledger_id: types.LedgerId, entry_id: types.EntryId) -> api.StoredEntry:
+        self._info(ledger_id)
+        found = self._write_cache.get(ledger_id, entry_id) or self._read_cache.get(ledger_id, entry_id)
+        if found is None:
+            assert self._reader is not None
+            found = await asyncio.get_running_loop().run_in_executor(
+                self._read_threads, self._reader.read, ledger_id, entry_id
+            )
+        if found is None:
+            raise errors.NoSuchEntryError(f"entry {ledger_id}:{entry_id} is not stored here")
+        return api.StoredEntry(ledger_id, entry_id, types.EntryId(found[0]), found[1])
+
+    async def read_last_add_confirmed(self, ledger_id: types.LedgerId) -> types.EntryId:
+        return types.EntryId(self._info(ledger_id).last_add_confirmed)
+
+    async def last_entry_id(self, ledger_id: types.LedgerId) -> types.EntryId:
+        return types.EntryId(self._info(ledger_id).last_entry_id)
+
+    async def is_fenced(self, ledger_id: types.LedgerId) -> bool:
+        return self._info(ledger_id).fenced
+
+    async def list_ledgers(self) -> list[types.LedgerId]:
+        self._check_running()
+        return [types.LedgerId(ledger) for ledger in sorted(self._ledgers)]
+
+    # ----- flush (checkpoint) -----
+
+    async def flush(self) -> None:
+        """Move the write cache to entry logs and checkpoint now."""
+        self._check_running()
+        await self._run_flush()
+
+    async def _flush_loop(self) -> None:
+        interval = self.conf.flushInterval / 1000.0
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._flush_wanted.wait(), interval)
+            self._flush_wanted.clear()
+            try:
+                await self._run_flush()
+            except Exception:
+                log.exception("flush failed; retrying after the flush interval")
+
+    async def _run_flush(self) -> None:
+        async with self._index_lock:
+            mark_futures = [j.request_mark() for j in self._journals]
+            half = self._write_cache.swap()
+            snapshot = {ledger: self._ledgers[ledger].copy() for ledger in self._dirty if ledger in self._ledgers}
+            self._dirty = set()
+            self._cache_room.set()
+            try:
+                marks = {
+                    n: typing.cast(journal.LogMark, mark)
+                    for n, mark in enumerate(await asyncio.gather(*mark_futures))
+                }
+                assert self._index is not None
+                written = await asyncio.get_running_loop().run_in_executor(
+                    self._flush_thread,
+                    checkpoint.flush_half,
+                    self._logger, self._index, self._usage, half, snapshot, marks,
+                )
+            except BaseException:
+                self._undo_swap(half, snapshot)
+                raise
+            self._write_cache.flushed()
+            self._flushes += 1
+            self._flushed_entries += written
+            self._cache_room.set()
+            for n, j in enumerate(self._journals):
+                j.delete_files_before(marks[n].file_id)
+
+    def _undo_swap(self, half: write_cache.WriteCacheHalf, snapshot: dict[int, index.LedgerInfo]) -> None:
+        """A failed flush puts its entries back so nothing is lost from the cache."""
+        newer = self._write_cache.active
+        self._write_cache.active = half
+        self._write_cache.flushed()
+        for (ledger, entry), (lac, payload) in newer.entries.items():
+            half.put(ledger, entry, lac, payload)
+        self._dirty |= set(snapshot)
+
+    # ----- garbage collection -----
+
+    async def garbage_collect(self, compaction_threshold: float | None = None) -> gc.GcResult:
+        """Delete entry logs of deleted ledgers; compact logs whose live ratio is below the threshold.
+
+        Without a threshold, the major or minor threshold applies when its interval is due.
+        """
+        self._check_running()
+        if compaction_threshold is None:
+            compaction_threshold = self._due_threshold()
+        async with self._index_lock:
+            existing = frozenset(self._ledgers)
+            assert self._index is not None
+            result = await asyncio.get_running_loop().run_in_executor(
+                self._flush_thread, gc.collect, self._logger, self._index, self._usage, existing,
+                compaction_threshold,
+            )
+        self._gc_runs += 1
+        return result
+
+    def _due_threshold(self) -> float:
+        now = time.monotonic()
+        conf = self.conf
+        if conf.majorCompactionInterval > 0 and now - self._last_major >= conf.majorCompactionInterval:
+            self._last_major = self._last_minor = now
+            return conf.majorCompactionThreshold
+        if conf.minorCompactionInterval > 0 and now - self._last_minor >= conf.minorCompactionInterval:
+            self._last_minor = now
+            return conf.minorCompactionThreshold
+        return 0.0
+
+    async def _gc_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.conf.gcWaitTime / 1000.0)
+            try:
+                await self.garbage_collect()
+            except Exception:
+                log.exception("garbage collection failed")
+
+    # ----- introspection -----
+
+    @property
+    def instance_id(self) -> str:
+        assert self.cookie is not None
+        return self.cookie.instance_id
+
+    def stats(self) -> EngineStats:
+        assert self._reader is not None or self._state is _State.NEW
+        return EngineStats(
+            adds=self._adds,
+            journal_records=sum(j.stats.records for j in self._journals),
+            journal_batches=sum(j.stats.batches for j in self._journals),
+            journal_fsyncs=sum(j.stats.fsyncs for j in self._journals),
+            journal_bytes=sum(j.stats.bytes for j in self._journals),
+            flushes=self._flushes,
+            flushed_entries=self._flushed_entries,
+            write_cache_bytes=self._write_cache.size_bytes,
+            read_cache_bytes=self._read_cache.size_bytes,
+            read_cache_hits=self._read_cache.hits,
+            entry_log_reads=self._reader.log_reads if self._reader else 0,
+            gc_runs=self._gc_runs,
+        )
+
+    def entry_log_disk_bytes(self) -> int:
+        """Bytes of all entry log files (to watch garbage collection reclaim space)."""
+        return self._logger.disk_usage_bytes()

@@ -1,0 +1,204 @@
+"""Entry log files: where flushed entries live, appended in (ledger, entry) order.
+
+Files are `<log id in hex>.log`, spread over the ledger directories by log id,
+and start a new one when entryLogSizeLimit would be passed. One thread (the
+flush/compaction thread) appends; any thread reads by location. Readers hold a
+reference on the file while reading, so garbage collection can delete a log
+without pulling it from under a read: a reader that finds its log gone looks
+the location up again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import mmap
+import os
+import pathlib
+import struct
+import threading
+from collections.abc import Iterator
+
+from pulsar_bookie.storage import journal, records
+
+SUFFIX = ".log"
+MAGIC = b"PYBKLOG1"
+FILE_HEADER = struct.Struct("<8sQ")
+LOCATION = struct.Struct("<III")
+
+
+@dataclasses.dataclass(frozen=True)
+class Location:
+    log_id: int
+    offset: int
+    size: int
+
+    def pack(self) -> bytes:
+        return LOCATION.pack(self.log_id, self.offset, self.size)
+
+    @classmethod
+    def unpack(cls, data: bytes) -> Location:
+        return cls(*LOCATION.unpack(data))
+
+
+class LogGoneError(Exception):
+    """The entry log was deleted by garbage collection; look the location up again."""
+
+
+class _ReadHandle:
+    __slots__ = ("fd", "refs", "doomed")
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.refs = 0
+        self.doomed = False
+
+
+# Per log id: ledger id -> bytes of that ledger's entries in the log.
+LedgerUsage = dict[int, dict[int, int]]
+
+
+class EntryLogger:
+    def __init__(self, directories: list[pathlib.Path], size_limit: int) -> None:
+        self.directories = directories
+        self.size_limit = size_limit
+        self._lock = threading.Lock()
+        self._readers: dict[int, _ReadHandle] = {}
+        self._deleted: set[int] = set()
+        self._write_fd = -1
+        self.current_log_id = 0
+        self._current_size = 0
+
+    # ----- files -----
+
+    def path(self, log_id: int) -> pathlib.Path:
+        return self.directories[log_id % len(self.directories)] / f"{log_id:x}{SUFFIX}"
+
+    def log_ids(self) -> list[int]:
+        ids = []
+        for directory in self.directories:
+            for path in directory.glob("*" + SUFFIX):
+                with contextlib.suppress(ValueError):
+                    ids.append(int(path.stem, 16))
+        return sorted(ids)
+
+    def disk_usage_bytes(self) -> int:
+        return sum(self.path(log_id).stat().st_size for log_id in self.log_ids())
+
+    # ----- writing (one thread) -----
+
+    def start(self) -> None:
+        """The next append starts a new log after every existing one (old tails are never appended to)."""
+        existing = self.log_ids()
+        self.current_log_id = (existing[-1] + 1) if existing else 1
+
+    def _roll(self, log_id: int) -> None:
+        if self._write_fd >= 0:
+            os.fsync(self._write_fd)
+            os.close(self._write_fd)
+        path = self.path(log_id)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        os.write(fd, FILE_HEADER.pack(MAGIC, log_id))
+        self._write_fd, self.current_log_id, self._current_size = fd, log_id, FILE_HEADER.size
+        journal.fsync_directory(path.parent)
+
+    def append(self, entries: list[tuple[int, int, int, bytes]]) -> tuple[list[Location], LedgerUsage]:
+        """Append (ledger, entry, lac, payload) records; their locations and bytes per log and ledger.
+
+        Data is written but not synced: call sync() before recording locations.
+        """
+        if self._write_fd < 0:
+            self._roll(self.current_log_id)
+        locations: list[Location] = []
+        usage: LedgerUsage = {}
+        parts: list[bytes] = []
+        offset = self._current_size
+        for ledger, entry, lac, payload in entries:
+            record = records.entry_log_record(ledger, entry, lac, payload)
+            if offset + len(record) > self.size_limit and offset > FILE_HEADER.size:
+                self._write_all(parts)
+                parts = []
+                self._roll(self.current_log_id + 1)
+                offset = self._current_size
+            parts.append(record)
+            locations.append(Location(self.current_log_id, offset, len(record)))
+            per_ledger = usage.setdefault(self.current_log_id, {})
+            per_ledger[ledger] = per_ledger.get(ledger, 0) + len(record)
+            offset += len(record)
+        self._write_all(parts)
+        return locations, usage
+
+    def _write_all(self, parts: list[bytes]) -> None:
+        view = memoryview(b"".join(parts))
+        self._current_size += len(view)
+        while view:
+            view = view[os.write(self._write_fd, view) :]
+
+    def sync(self) -> None:
+        """Make everything appended so far durable (logs rolled over were synced on roll)."""
+        if self._write_fd >= 0:
+            os.fsync(self._write_fd)
+
+    def close(self) -> None:
+        if self._write_fd >= 0:
+            os.fsync(self._write_fd)
+            os.close(self._write_fd)
+            self._write_fd = -1
+        with self._lock:
+            for handle in self._readers.values():
+                os.close(handle.fd)
+            self._readers.clear()
+
+    # ----- reading (any thread) -----
+
+    def _acquire(self, log_id: int) -> _ReadHandle:
+        with self._lock:
+            if log_id in self._deleted:
+                raise LogGoneError(log_id)
+            handle = self._readers.get(log_id)
+            if handle is None:
+                try:
+                    handle = _ReadHandle(os.open(self.path(log_id), os.O_RDONLY))
+                except FileNotFoundError as exc:
+                    raise LogGoneError(log_id) from exc
+                self._readers[log_id] = handle
+            handle.refs += 1
+            return handle
+
+    def _release(self, handle: _ReadHandle) -> None:
+        with self._lock:
+            handle.refs -= 1
+            if handle.doomed and handle.refs == 0:
+                os.close(handle.fd)
+
+    def read(self, log_id: int, offset: int, size: int) -> bytes:
+        """Raw bytes at a location (one or more consecutive records)."""
+        handle = self._acquire(log_id)
+        try:
+            return os.pread(handle.fd, size, offset)
+        finally:
+            self._release(handle)
+
+    def scan(self, log_id: int) -> Iterator[tuple[Location, bytes]]:
+        """Every valid record of a log: (location, body), for compaction."""
+        handle = self._acquire(log_id)
+        try:
+            if os.fstat(handle.fd).st_size <= FILE_HEADER.size:
+                return
+            with mmap.mmap(handle.fd, 0, access=mmap.ACCESS_READ) as data:
+                result = records.ScanResult()
+                for offset, body in records.scan(data, FILE_HEADER.size, result):
+                    yield Location(log_id, offset, records.HEADER_SIZE + len(body)), body
+        finally:
+            self._release(handle)
+
+    def delete(self, log_id: int) -> None:
+        """Remove a log; reads in progress finish on their open handle."""
+        with self._lock:
+            self._deleted.add(log_id)
+            handle = self._readers.pop(log_id, None)
+            if handle is not None:
+                handle.doomed = True
+                if handle.refs == 0:
+                    os.close(handle.fd)
+        self.path(log_id).unlink(missing_ok=True)

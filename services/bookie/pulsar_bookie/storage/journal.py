@@ -1,0 +1,310 @@
+"""The journal: an append-only log of adds, fences and master keys with group commit.
+
+Every record is appended here before its add is acknowledged. One writer
+thread per journal takes all records that are waiting, writes them with one
+`write` and makes them durable with one `fdatasync` (group commit), then wakes
+their waiters on the event loop with one call. The event loop keeps accepting
+adds while the thread waits for the disk.
+
+A batch is written when its oldest record has waited journalMaxGroupWaitMSec,
+when it holds journalBufferedWritesThreshold bytes or
+journalBufferedEntriesThreshold records, or (journalFlushWhenQueueEmpty) as
+soon as nothing else is waiting. At most journalQueueSize records wait;
+further appends wait for room.
+
+A "log mark" (file id, offset) names a position. `request_mark` returns the
+position just after every record appended before the call; once those records
+are persisted elsewhere (entry logs + index), the journal is only needed from
+that mark on and older files are deleted. Replay after a crash reads from a
+mark, truncates a torn tail and returns the records found.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import dataclasses
+import logging
+import mmap
+import os
+import pathlib
+import threading
+import time
+from collections.abc import Iterator
+
+from pulsar_bookie import errors
+from pulsar_bookie.storage import records
+
+log = logging.getLogger(__name__)
+
+SUFFIX = ".txn"
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class LogMark:
+    file_id: int
+    offset: int
+
+
+@dataclasses.dataclass(frozen=True)
+class JournalSettings:
+    sync_data: bool = True
+    max_group_wait_s: float = 0.001
+    max_batch_bytes: int = 512 * 1024
+    max_batch_records: int = 10000
+    flush_when_queue_empty: bool = False
+    queue_size: int = 10000
+    max_file_size: int = 2048 * 1024 * 1024
+
+
+@dataclasses.dataclass
+class JournalStats:
+    """Counters a benchmark or test can read (written by the journal thread only)."""
+
+    records: int = 0
+    batches: int = 0
+    fsyncs: int = 0
+    bytes: int = 0
+
+
+# A queued item: (record bytes, future, enqueue time). Mark requests have an empty record.
+_Item = tuple[bytes, "asyncio.Future[object]", float]
+
+
+def fsync_directory(path: pathlib.Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Journal:
+    def __init__(self, directory: pathlib.Path, settings: JournalSettings) -> None:
+        self.directory = directory
+        self.settings = settings
+        self.stats = JournalStats()
+        self._queue: collections.deque[_Item] = collections.deque()
+        self._wake = threading.Event()
+        self._stopping = False
+        self._failure: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._fd = -1
+        self._file_id = 0
+        self._file_size = 0
+        self._queued = 0
+        self._room_waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+
+    # ----- files -----
+
+    def file_ids(self) -> list[int]:
+        ids = []
+        for path in self.directory.glob("*" + SUFFIX):
+            with contextlib.suppress(ValueError):
+                ids.append(int(path.stem, 16))
+        return sorted(ids)
+
+    def _path(self, file_id: int) -> pathlib.Path:
+        return self.directory / f"{file_id:016x}{SUFFIX}"
+
+    def delete_files_before(self, file_id: int) -> int:
+        """Delete journal files wholly before the mark's file; returns how many."""
+        removed = 0
+        for old in self.file_ids():
+            if old < file_id and old != self._file_id:
+                self._path(old).unlink(missing_ok=True)
+                removed += 1
+        return removed
+
+    def replay(self, mark: LogMark) -> Iterator[records.JournalRecord]:
+        """Records from mark on, oldest first; torn tails are cut off the files."""
+        for file_id in self.file_ids():
+            if file_id < mark.file_id:
+                continue
+            start = mark.offset if file_id == mark.file_id else 0
+            yield from self._replay_file(file_id, start)
+
+    def _replay_file(self, file_id: int, start: int) -> Iterator[records.JournalRecord]:
+        path = self._path(file_id)
+        size = path.stat().st_size
+        if size <= start:
+            return
+        result = records.ScanResult()
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            for _, body in records.scan(data, start, result):
+                yield records.decode_journal_body(body)
+        if result.torn:
+            log.warning("journal %s: torn tail at %d of %d bytes, truncating", path, result.valid_end, size)
+            with open(path, "r+b") as f:
+                f.truncate(result.valid_end)
+                os.fsync(f.fileno())
+
+    # ----- life cycle -----
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Open a fresh journal file after the existing ones and start the writer thread."""
+        self._loop = loop
+        existing = self.file_ids()
+        self._open_file((existing[-1] + 1) if existing else 1)
+        self._thread = threading.Thread(
+            target=self._run, name=f"journal-{self.directory.parent.name}", daemon=True
+        )
+        self._thread.start()
+
+    def _open_file(self, file_id: int) -> None:
+        fd = os.open(self._path(file_id), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        fsync_directory(self.directory)
+        if self._fd >= 0:
+            os.close(self._fd)
+        self._fd, self._file_id, self._file_size = fd, file_id, 0
+
+    async def close(self) -> None:
+        """Write and sync what is queued, then stop the thread and close the file."""
+        self._stopping = True
+        self._wake.set()
+        if self._thread is not None:
+            await asyncio.to_thread(self._thread.join)
+            self._thread = None
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    @property
+    def current_file_id(self) -> int:
+        return self._file_id
+
+    # ----- appending (event loop side) -----
+
+    def append_nowait(self, record: bytes) -> asyncio.Future[object]:
+        """Queue a record; the future completes once it is durable (ignores queue room)."""
+        if self._failure is not None:
+            raise errors.BookieUnavailableError("journal failed") from self._failure
+        if self._stopping:
+            raise errors.StorageClosedError("journal is closed")
+        assert self._loop is not None
+        future: asyncio.Future[object] = self._loop.create_future()
+        self._queue.append((record, future, time.monotonic()))
+        self._queued += 1
+        if not self._wake.is_set():
+            self._wake.set()
+        return future
+
+    async def append(self, record: bytes) -> None:
+        """Queue a record and wait until it is durable, waiting first for queue room."""
+        if self._queued >= self.settings.queue_size:
+            await self._wait_for_room()
+        await self.append_nowait(record)
+
+    async def _wait_for_room(self) -> None:
+        assert self._loop is not None
+        while self._queued >= self.settings.queue_size:
+            waiter: asyncio.Future[None] = self._loop.create_future()
+            self._room_waiters.append(waiter)
+            await waiter
+
+    def request_mark(self) -> asyncio.Future[object]:
+        """A future for the LogMark just after every record queued so far."""
+        return self.append_nowait(b"")
+
+    def _complete(self, items: list[_Item], marks: list[tuple[asyncio.Future[object], LogMark]],
+                  failure: BaseException | None) -> None:
+        for future, mark in marks:
+            if not future.done():
+                future.set_result(mark)
+        for _, future, _ in items:
+            if future.done():
+                continue
+            if failure is None:
+                future.set_result(None)
+            else:
+                future.set_exception(errors.BookieUnavailableError(f"journal write failed: {failure}"))
+        self._queued -= len(items)
+        while self._room_waiters and self._queued < self.settings.queue_size:
+            waiter = self._room_waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+
+    # ----- the writer thread -----
+
+    def _run(self) -> None:
+        queue = self._queue
+        while True:
+            if not queue:
+                self._wake.clear()
+                if not queue:
+                    if self._stopping:
+                        break
+                    self._wake.wait()
+                    continue
+            items = self._collect()
+            try:
+                marks = self._write(items)
+            except OSError as exc:
+                log.exception("journal %s failed", self.directory)
+                self._failure = exc
+                self._notify(items, [], exc)
+                self._fail_rest(exc)
+                return
+            self._notify(items, marks, None)
+
+    def _notify(self, items: list[_Item], marks: list[tuple[asyncio.Future[object], LogMark]],
+                failure: BaseException | None) -> None:
+        assert self._loop is not None
+        with contextlib.suppress(RuntimeError):  # the loop was closed under us
+            self._loop.call_soon_threadsafe(self._complete, items, marks, failure)
+
+    def _fail_rest(self, exc: BaseException) -> None:
+        while self._queue:
+            items = [self._queue.popleft() for _ in range(len(self._queue))]
+            self._notify(items, [], exc)
+
+    def _collect(self) -> list[_Item]:
+        """Take records for one batch, waiting up to the group wait for more."""
+        queue = self._queue
+        settings = self.settings
+        items: list[_Item] = []
+        size = 0
+        deadline = queue[0][2] + settings.max_group_wait_s
+        while True:
+            while queue and len(items) < settings.max_batch_records and size < settings.max_batch_bytes:
+                item = queue.popleft()
+                items.append(item)
+                size += len(item[0])
+            if len(items) >= settings.max_batch_records or size >= settings.max_batch_bytes:
+                return items
+            if self._stopping or (settings.flush_when_queue_empty and not queue):
+                return items
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return items
+            self._wake.clear()
+            if not queue:
+                self._wake.wait(remaining)
+
+    def _write(self, items: list[_Item]) -> list[tuple[asyncio.Future[object], LogMark]]:
+        parts = [item[0] for item in items]
+        marks = []
+        if not all(parts):
+            offset = self._file_size
+            for record, future, _ in items:
+                if not record:
+                    marks.append((future, LogMark(self._file_id, offset)))
+                offset += len(record)
+        data = b"".join(parts)
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+        if self.settings.sync_data and data:
+            os.fdatasync(self._fd)
+            self.stats.fsyncs += 1
+        self._file_size += len(data)
+        self.stats.batches += 1
+        self.stats.records += len(items) - len(marks)
+        self.stats.bytes += len(data)
+        if self._file_size >= self.settings.max_file_size:
+            os.fsync(self._fd)
+            self._open_file(self._file_id + 1)
+        return marks

@@ -1,0 +1,125 @@
+"""Byte layouts of journal records and entry log records, and the scanner that reads them back.
+
+Both files are runs of `length:u32 | crc32c:u32 | body`, little-endian, where the
+checksum covers the body. A reader stops at the first record whose length runs
+past the end of the file or whose checksum does not match: that is a torn tail
+(a write cut short by a crash), never data to serve.
+
+Journal bodies start with a type byte; entry log bodies are always entries.
+No asyncio and no files here: pure encoding, so it is easy to test.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import struct
+from collections.abc import Iterator
+
+import crc32c
+
+HEADER = struct.Struct("<II")
+HEADER_SIZE = HEADER.size
+#: ledger id, entry id, last add confirmed.
+ENTRY_FIELDS = struct.Struct("<qqq")
+ENTRY_FIELDS_SIZE = ENTRY_FIELDS.size
+_TYPED_ENTRY_FIELDS = struct.Struct("<Bqqq")
+_LEDGER_FIELD = struct.Struct("<Bq")
+#: A record longer than this is treated as garbage (entries are at most a few MB).
+MAX_RECORD_SIZE = 64 * 1024 * 1024
+
+
+class RecordType(enum.IntEnum):
+    ADD_ENTRY = 1
+    FENCE = 2
+    MASTER_KEY = 3
+    DELETE_LEDGER = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class JournalRecord:
+    """One decoded journal record (payload and master_key are empty when not used)."""
+
+    type: RecordType
+    ledger_id: int
+    entry_id: int = -1
+    last_add_confirmed: int = -1
+    payload: bytes = b""
+    master_key: bytes = b""
+
+
+def _frame(body_head: bytes, tail: bytes) -> bytes:
+    crc = crc32c.crc32c(tail, crc32c.crc32c(body_head))
+    return b"".join((HEADER.pack(len(body_head) + len(tail), crc), body_head, tail))
+
+
+def add_entry_record(ledger_id: int, entry_id: int, lac: int, payload: bytes) -> bytes:
+    return _frame(_TYPED_ENTRY_FIELDS.pack(RecordType.ADD_ENTRY, ledger_id, entry_id, lac), payload)
+
+
+def fence_record(ledger_id: int) -> bytes:
+    return _frame(_LEDGER_FIELD.pack(RecordType.FENCE, ledger_id), b"")
+
+
+def master_key_record(ledger_id: int, master_key: bytes) -> bytes:
+    return _frame(_LEDGER_FIELD.pack(RecordType.MASTER_KEY, ledger_id), master_key)
+
+
+def delete_ledger_record(ledger_id: int) -> bytes:
+    return _frame(_LEDGER_FIELD.pack(RecordType.DELETE_LEDGER, ledger_id), b"")
+
+
+def entry_log_record(ledger_id: int, entry_id: int, lac: int, payload: bytes) -> bytes:
+    return _frame(ENTRY_FIELDS.pack(ledger_id, entry_id, lac), payload)
+
+
+def decode_journal_body(body: bytes) -> JournalRecord:
+    kind = RecordType(body[0])
+    if kind == RecordType.ADD_ENTRY:
+        _, ledger, entry, lac = _TYPED_ENTRY_FIELDS.unpack_from(body)
+        return JournalRecord(kind, ledger, entry, lac, payload=bytes(body[_TYPED_ENTRY_FIELDS.size :]))
+    _, ledger = _LEDGER_FIELD.unpack_from(body)
+    if kind == RecordType.MASTER_KEY:
+        return JournalRecord(kind, ledger, master_key=bytes(body[_LEDGER_FIELD.size :]))
+    return JournalRecord(kind, ledger)
+
+
+def decode_entry_body(body: bytes) -> tuple[int, int, int, bytes]:
+    """(ledger id, entry id, last add confirmed, payload) of an entry log record body."""
+    ledger, entry, lac = ENTRY_FIELDS.unpack_from(body)
+    return ledger, entry, lac, bytes(body[ENTRY_FIELDS_SIZE:])
+
+
+def check_record(data: bytes | memoryview, offset: int = 0) -> bytes | None:
+    """The body of the record at offset if it is whole and its checksum holds, else None."""
+    if len(data) - offset < HEADER_SIZE:
+        return None
+    length, crc = HEADER.unpack_from(data, offset)
+    end = offset + HEADER_SIZE + length
+    if length == 0 or length > MAX_RECORD_SIZE or end > len(data):
+        return None
+    body = bytes(data[offset + HEADER_SIZE : end])
+    if crc32c.crc32c(body) != crc:
+        return None
+    return body
+
+
+@dataclasses.dataclass
+class ScanResult:
+    #: Offset just past the last valid record: where a torn tail starts.
+    valid_end: int = 0
+    torn: bool = False
+
+
+def scan(data: bytes | memoryview, start: int, result: ScanResult) -> Iterator[tuple[int, bytes]]:
+    """Yield (offset, body) of the valid records from start; result tells where they end."""
+    offset = start
+    result.valid_end = start
+    while offset < len(data):
+        body = check_record(data, offset)
+        if body is None:
+            result.torn = True
+            return
+        yield offset, body
+        offset += HEADER_SIZE + len(body)
+        result.valid_end = offset
