@@ -1,0 +1,79 @@
+{{/* metadata.name of the PulsarCluster: values.name or the release name. */}}
+{{- define "pulsar-cluster.name" -}}
+{{- default .Release.Name .Values.name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "pulsar-cluster.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: pulsar
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/part-of: pulsar
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* metadata.annotations lines (without the key), or nothing. */}}
+{{- define "pulsar-cluster.annotations" -}}
+{{- $annotations := deepCopy (default dict .root.Values.commonAnnotations) }}
+{{- if .keep }}
+{{- $_ := set $annotations "helm.sh/resource-policy" "keep" }}
+{{- end }}
+{{- with $annotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{- define "pulsar-cluster.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/*
+A Kubernetes object name made from a Pulsar name, which may hold characters
+(_ = : .) a DNS label may not: lower-cased, others replaced by "-".
+*/}}
+{{- define "pulsar-cluster.resourceName" -}}
+{{- regexReplaceAll "[^a-z0-9-]+" (lower .) "-" | trunc 63 | trimAll "-" }}
+{{- end }}
+
+{{/* A config override map (key -> scalar) written as key: "string" lines. */}}
+{{- define "pulsar-cluster.configMap" -}}
+{{- range $key, $value := . }}
+{{ $key }}: {{ toString $value | quote }}
+{{- end }}
+{{- end }}
+
+{{/* A volume claim: size and storageClassName, leaving out what is empty. */}}
+{{- define "pulsar-cluster.volume" -}}
+{{- with .size }}
+size: {{ . }}
+{{- end }}
+{{- with .storageClassName }}
+storageClassName: {{ . | quote }}
+{{- end }}
+{{- end }}
+
+{{/*
+Fail early, with the reason, on a replication setting the broker could never
+satisfy: managedLedgerDefaultAckQuorum <= WriteQuorum <= EnsembleSize <=
+bookkeeper.replicas (the operator would only report the spec as invalid).
+*/}}
+{{- define "pulsar-cluster.checkQuorums" -}}
+{{- $config := default dict .Values.broker.config }}
+{{- $bookies := int .Values.bookkeeper.replicas }}
+{{- $e := "managedLedgerDefaultEnsembleSize" }}
+{{- $wq := "managedLedgerDefaultWriteQuorum" }}
+{{- $aq := "managedLedgerDefaultAckQuorum" }}
+{{- if and (hasKey $config $e) (gt (int (get $config $e)) $bookies) }}
+{{- fail (printf "broker.config.%s (%v) must not exceed bookkeeper.replicas (%d)" $e (get $config $e) $bookies) }}
+{{- end }}
+{{- if and (hasKey $config $wq) (hasKey $config $e) (gt (int (get $config $wq)) (int (get $config $e))) }}
+{{- fail (printf "broker.config.%s (%v) must not exceed %s (%v)" $wq (get $config $wq) $e (get $config $e)) }}
+{{- end }}
+{{- if and (hasKey $config $aq) (hasKey $config $wq) (gt (int (get $config $aq)) (int (get $config $wq))) }}
+{{- fail (printf "broker.config.%s (%v) must not exceed %s (%v)" $aq (get $config $aq) $wq (get $config $wq)) }}
+{{- end }}
+{{- end }}
