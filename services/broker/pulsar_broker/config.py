@@ -50,29 +50,6 @@ class BrokerConfig:
     subscription_key_shared_use_consistent_hashing: bool = setting(
         "subscriptionKeySharedUseConsistentHashing", False
     )
-    managed_ledger_default_ensemble_size: int = setting("managedLedgerDefaultEnsembleSize", 1)
-    managed_ledger_default_write_quorum: int = setting("managedLedgerDefaultWriteQuorum", 1)
-    managed_ledger_default_ack_quorum: int = setting("managedLedgerDefaultAckQuorum", 1)
-    managed_ledger_max_entries_per_ledger: int = setting("managedLedgerMaxEntriesPerLedger", 50000)
-    managed_ledger_max_size_per_ledger_mbytes: int = setting(
-        "managedLedgerMaxSizePerLedgerMbytes", 2048
-    )
-    managed_ledger_min_ledger_rollover_time_minutes: int = setting(
-        "managedLedgerMinLedgerRolloverTimeMinutes", 10
-    )
-    managed_ledger_max_ledger_rollover_time_minutes: int = setting(
-        "managedLedgerMaxLedgerRolloverTimeMinutes", 240
-    )
-    managed_ledger_cache_size_mb: int = setting("managedLedgerCacheSizeMB", 256)
-    managed_ledger_cursor_position_flush_seconds: int = setting(
-        "managedLedgerCursorPositionFlushSeconds", 1
-    )
-    default_retention_time_in_minutes: int = setting("defaultRetentionTimeInMinutes", 0)
-    default_retention_size_in_mb: int = setting("defaultRetentionSizeInMB", 0)
-    journal_sync_data: bool = setting(
-        "journalSyncData", True, "Standalone's bookie: fdatasync the journal before acknowledging"
-    )
-    bookie_port: int = setting("bookiePort", 3181, "Standalone's bookie port")
 
 
 def load(path: str | None, overrides: dict[str, str] | None = None) -> BrokerConfig:

@@ -103,6 +103,26 @@ def load(
     return cls(**kwargs)
 
 
+def load_many(
+    classes: Iterable[type[Any]],
+    path: str | pathlib.Path | None = None,
+    overrides: Mapping[str, str] | None = None,
+) -> list[Any]:
+    """Load several settings classes from one file (as `pulsar standalone` reads broker,
+    managed-ledger and bookie keys from one broker.conf); each override must be known
+    to at least one of them."""
+    classes = list(classes)
+    overrides = dict(overrides or {})
+    known = [keys_of(cls) for cls in classes]
+    for key in overrides:
+        if not any(key in keys for keys in known):
+            raise errors.ConfigError(f"unknown setting {key!r}")
+    return [
+        load(cls, path, {k: v for k, v in overrides.items() if k in keys})
+        for cls, keys in zip(classes, known)
+    ]
+
+
 def render(settings: Any) -> str:
     """The settings as a properties file (for ConfigMaps and `--help` output)."""
     lines = []

@@ -13,6 +13,10 @@ from collections.abc import Sequence
 
 #: command -> (help, "module:function that adds its arguments and returns the runner")
 COMMANDS: dict[str, tuple[str, str]] = {
+    "standalone": (
+        "run a broker, a bookie and the metadata store in one process",
+        "pulsar_broker.cli:add_standalone_arguments",
+    ),
 }
 
 

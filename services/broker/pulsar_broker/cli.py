@@ -1,0 +1,30 @@
+"""Arguments of `pulsar standalone` (and later `pulsar broker`)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Callable
+from typing import Any
+
+
+def _logging(level: str) -> None:
+    logging.basicConfig(level=getattr(logging, level.upper()),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def add_standalone_arguments(parser: argparse.ArgumentParser) -> Callable[[Any], int]:
+    parser.add_argument("--data-dir", default="./data", help="where metadata and ledgers live")
+    parser.add_argument("--config", "-c", help="broker.conf-style file (Apache key names)")
+    parser.add_argument("--conf", action="append", metavar="KEY=VALUE",
+                        help="override one setting, e.g. --conf brokerServicePort=6651")
+    parser.add_argument("--metadata-url",
+                        help="etcd:http://host:2379 to use etcd instead of the embedded store")
+    parser.add_argument("--log-level", default="info")
+
+    def run(args: Any) -> int:
+        _logging(args.log_level)
+        from pulsar_broker import standalone
+        return standalone.main(args)
+
+    return run

@@ -1,0 +1,1 @@
+"""The binary-protocol side of the broker: listener and per-connection command handling."""

@@ -1,0 +1,246 @@
+"""One client connection: decodes frames, runs the command state machine, writes replies.
+
+The first frame must be CONNECT. Afterwards commands are handled in arrival
+order; those that need I/O (lookups, subscribe, publish) run as tasks while
+the connection keeps reading, except that publishing stops reading once
+`maxPendingPublishRequestsPerConnection` SENDs are in flight. A frame that
+cannot be decoded closes this connection only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pulsar_common import naming
+from pulsar_common.wire import errors as wire_errors
+from pulsar_common.wire import frame
+from pulsar_common.wire import pulsar_api_pb2 as pb
+
+from pulsar_broker.managed_ledger import api as ml
+from pulsar_broker.server import commands, handlers
+from pulsar_broker.service.broker_service import BrokerService
+from pulsar_broker.subscriptions.consumer import Consumer
+from pulsar_broker.subscriptions.subscription import Subscription
+from pulsar_broker.topics.persistent_topic import PersistentTopic, Producer
+
+log = logging.getLogger(__name__)
+T = pb.BaseCommand
+
+
+class ProducerHandle:
+    """A producer as this connection sees it: receipts go back strictly in SEND order."""
+
+    def __init__(self, producer_id: int, topic: PersistentTopic, producer: Producer) -> None:
+        self.producer_id = producer_id
+        self.topic = topic
+        self.producer = producer
+        self.in_flight: collections.deque[tuple[asyncio.Task[ml.Position], int, int, int]] = (
+            collections.deque())
+        self.closed = False
+
+
+class ConsumerHandle:
+    def __init__(self, topic: PersistentTopic, subscription: Subscription, consumer: Consumer) -> None:
+        self.topic = topic
+        self.subscription = subscription
+        self.consumer = consumer
+
+
+class ServerConnection(asyncio.Protocol):
+    def __init__(self, service: BrokerService) -> None:
+        self.service = service
+        self.config = service.config
+        self.decoder = frame.FrameDecoder(self.config.max_message_size + frame.FRAME_HEADER_ROOM)
+        self.transport: asyncio.Transport | None = None
+        self.remote_address = "?"
+        self.protocol_version = 0
+        self.connected = False
+        self.producers: dict[int, ProducerHandle] = {}
+        self.consumers: dict[int, ConsumerHandle] = {}
+        self.pending_sends = 0
+        self._reading_paused = False
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._keepalive: asyncio.TimerHandle | None = None
+        self._seen_since_ping = True
+        self.handlers = handlers.Handlers(self)
+
+    # asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        self.remote_address = f"{peer[0]}:{peer[1]}" if peer else "?"
+        transport.set_write_buffer_limits(high=4 * 1024 * 1024)
+        self._schedule_keepalive()
+
+    def data_received(self, data: bytes) -> None:
+        self._seen_since_ping = True
+        try:
+            frames = self.decoder.feed(data)
+        except wire_errors.WireError as exc:
+            log.warning("closing connection from %s: %s", self.remote_address, exc)
+            self.close()
+            return
+        for received in frames:
+            try:
+                self._handle(received)
+            except Exception:
+                log.exception("closing connection from %s after a failed command",
+                              self.remote_address)
+                self.close()
+                return
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._keepalive is not None:
+            self._keepalive.cancel()
+        self.transport = None
+        self.spawn(self._cleanup())
+
+    # Frames
+
+    def _handle(self, received: frame.Frame) -> None:
+        command = received.command
+        if not self.connected:
+            if command.type != T.CONNECT:
+                log.warning("closing connection from %s: %s before CONNECT", self.remote_address,
+                            T.Type.Name(command.type))
+                self.close()
+                return
+            self.handlers.connect(command.connect)
+            return
+        handler = self.handlers.table.get(command.type)
+        if handler is None:
+            log.warning("closing connection from %s: unexpected command %s", self.remote_address,
+                        T.Type.Name(command.type))
+            self.close()
+            return
+        handler(received)
+
+    def write(self, command: pb.BaseCommand) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(frame.encode_command(command))
+
+    def write_parts(self, header: bytes, entry: bytes | memoryview) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.writelines((header, entry))
+
+    def spawn(self, coro: Awaitable[Any], request_id: int | None = None) -> None:
+        """Run a handler coroutine; an unexpected failure becomes an ERROR reply."""
+
+        async def guarded() -> None:
+            try:
+                await coro
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if request_id is None:
+                    log.exception("handler failed on %s", self.remote_address)
+                    return
+                log.info("request %s from %s failed: %s", request_id, self.remote_address, exc)
+                self.write(commands.error(request_id, commands.server_error_of(exc), str(exc)))
+
+        task = asyncio.get_running_loop().create_task(guarded())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+    # Flow control of publishing
+
+    def send_started(self) -> None:
+        self.pending_sends += 1
+        limit = self.config.max_pending_publish_requests_per_connection
+        if self.pending_sends >= limit and not self._reading_paused and self.transport:
+            self._reading_paused = True
+            self.transport.pause_reading()
+
+    def send_finished(self) -> None:
+        self.pending_sends -= 1
+        limit = self.config.max_pending_publish_requests_per_connection
+        if self._reading_paused and self.pending_sends <= limit // 2 and self.transport:
+            self._reading_paused = False
+            self.transport.resume_reading()
+
+    # Keepalive
+
+    def _schedule_keepalive(self) -> None:
+        interval = self.config.keep_alive_interval_seconds
+        if interval > 0:
+            self._keepalive = asyncio.get_running_loop().call_later(interval, self._keepalive_tick)
+
+    def _keepalive_tick(self) -> None:
+        if self.transport is None:
+            return
+        if not self._seen_since_ping:
+            log.info("closing connection from %s: no answer to keepalive", self.remote_address)
+            self.close()
+            return
+        self._seen_since_ping = False
+        if self.connected:
+            self.write(commands.base(T.PING))
+        self._schedule_keepalive()
+
+    # ConsumerConnection (what consumers call)
+
+    def send_message(self, consumer_id: int, position: ml.Position, redelivery_count: int,
+                     data: bytes, partition: int) -> None:
+        command = commands.base(T.MESSAGE)
+        message = command.message
+        message.consumer_id = consumer_id
+        message.message_id.ledgerId = position.ledger_id
+        message.message_id.entryId = position.entry_id
+        if redelivery_count:
+            message.redelivery_count = redelivery_count
+        header, entry = frame.payload_frame_parts(command, data)
+        self.write_parts(header, entry)
+
+    def send_active_consumer_change(self, consumer_id: int, is_active: bool) -> None:
+        command = commands.base(T.ACTIVE_CONSUMER_CHANGE)
+        command.active_consumer_change.consumer_id = consumer_id
+        command.active_consumer_change.is_active = is_active
+        self.write(command)
+
+    def send_close_consumer(self, consumer_id: int) -> None:
+        self.consumers.pop(consumer_id, None)
+        command = commands.base(T.CLOSE_CONSUMER)
+        command.close_consumer.consumer_id = consumer_id
+        command.close_consumer.request_id = 0
+        self.write(command)
+
+    def send_close_producer(self, producer_id: int) -> None:
+        self.producers.pop(producer_id, None)
+        command = commands.base(T.CLOSE_PRODUCER)
+        command.close_producer.producer_id = producer_id
+        command.close_producer.request_id = 0
+        self.write(command)
+
+    # Teardown
+
+    async def _cleanup(self) -> None:
+        for handle in list(self.producers.values()):
+            handle.closed = True
+            handle.topic.remove_producer(handle.producer)
+        self.producers.clear()
+        for handle in list(self.consumers.values()):
+            await self.handlers.remove_consumer(handle)
+        self.consumers.clear()
+
+
+ConnectionFactory = Callable[[], ServerConnection]
+
+
+async def start_server(service: BrokerService, host: str, port: int) -> asyncio.Server:
+    loop = asyncio.get_running_loop()
+    return await loop.create_server(lambda: ServerConnection(service), host, port,
+                                    reuse_address=True)
+
+
+def topic_name_or_error(text: str) -> naming.TopicName:
+    return naming.TopicName.parse(text)

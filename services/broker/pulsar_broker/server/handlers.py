@@ -1,0 +1,422 @@
+"""Handlers of the commands a client sends, one method per command type.
+
+Each handler validates its request, calls the broker service, topics and
+subscriptions, and answers with the reply the official clients expect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from pulsar_common import naming
+from pulsar_common.wire import frame
+from pulsar_common.wire import pulsar_api_pb2 as pb
+
+from pulsar_broker import errors
+from pulsar_broker.managed_ledger import api as ml
+from pulsar_broker.server import commands
+from pulsar_broker.subscriptions.consumer import Consumer, SubType
+from pulsar_broker.topics import entry_info
+
+if TYPE_CHECKING:
+    from pulsar_broker.server.connection import ConsumerHandle, ProducerHandle, ServerConnection
+
+log = logging.getLogger(__name__)
+T = pb.BaseCommand
+
+
+class Handlers:
+    def __init__(self, cnx: ServerConnection) -> None:
+        self.cnx = cnx
+        self.service = cnx.service
+        self.table: dict[int, Any] = {
+            T.PING: self.ping,
+            T.PONG: lambda f: None,
+            T.PARTITIONED_METADATA: self.partitioned_metadata,
+            T.LOOKUP: self.lookup,
+            T.PRODUCER: self.producer,
+            T.SEND: self.send,
+            T.CLOSE_PRODUCER: self.close_producer,
+            T.SUBSCRIBE: self.subscribe,
+            T.FLOW: self.flow,
+            T.ACK: self.ack,
+            T.REDELIVER_UNACKNOWLEDGED_MESSAGES: self.redeliver,
+            T.UNSUBSCRIBE: self.unsubscribe,
+            T.CLOSE_CONSUMER: self.close_consumer,
+            T.SEEK: self.seek,
+            T.GET_LAST_MESSAGE_ID: self.get_last_message_id,
+            T.GET_TOPICS_OF_NAMESPACE: self.get_topics_of_namespace,
+            T.GET_SCHEMA: self.get_schema,
+            T.CONSUMER_STATS: self.consumer_stats,
+        }
+
+    # Connection
+
+    def connect(self, connect: pb.CommandConnect) -> None:
+        self.cnx.protocol_version = connect.protocol_version
+        self.cnx.connected = True
+        self.cnx.write(commands.connected(connect.protocol_version, self.cnx.config.max_message_size))
+
+    def ping(self, received: frame.Frame) -> None:
+        self.cnx.write(commands.base(T.PONG))
+
+    # Lookups
+
+    def partitioned_metadata(self, received: frame.Frame) -> None:
+        request = received.command.partitionMetadata
+        self.cnx.spawn(self._partitioned_metadata(request), None)
+
+    async def _partitioned_metadata(self, request: pb.CommandPartitionedTopicMetadata) -> None:
+        reply = commands.base(T.PARTITIONED_METADATA_RESPONSE)
+        response = reply.partitionMetadataResponse
+        response.request_id = request.request_id
+        try:
+            topic = naming.TopicName.parse(request.topic)
+            response.partitions = await self.service.partitioned_metadata(topic, auto_create=True)
+            response.response = pb.CommandPartitionedTopicMetadataResponse.Success
+        except naming.InvalidTopicNameError as exc:
+            self._fail(response, pb.InvalidTopicName, str(exc))
+        except Exception as exc:
+            self._fail(response, commands.server_error_of(exc), str(exc))
+        self.cnx.write(reply)
+
+    @staticmethod
+    def _fail(response: Any, code: int, message: str) -> None:
+        response.response = response.Failed
+        response.error = code
+        response.message = message
+
+    def lookup(self, received: frame.Frame) -> None:
+        self.cnx.spawn(self._lookup(received.command.lookupTopic), None)
+
+    async def _lookup(self, request: pb.CommandLookupTopic) -> None:
+        reply = commands.base(T.LOOKUP_RESPONSE)
+        response = reply.lookupTopicResponse
+        response.request_id = request.request_id
+        try:
+            topic = naming.TopicName.parse(request.topic)
+            await self.service.check_namespace(topic.namespace_name)
+            response.brokerServiceUrl = self.service.broker_service_url
+            response.response = pb.CommandLookupTopicResponse.Connect
+            response.authoritative = True
+        except naming.InvalidTopicNameError as exc:
+            self._fail(response, pb.InvalidTopicName, str(exc))
+        except Exception as exc:
+            self._fail(response, commands.server_error_of(exc), str(exc))
+        self.cnx.write(reply)
+
+    # Producers
+
+    def producer(self, received: frame.Frame) -> None:
+        request = received.command.producer
+        self.cnx.spawn(self._producer(request), request.request_id)
+
+    async def _producer(self, request: pb.CommandProducer) -> None:
+        from pulsar_broker.server.connection import ProducerHandle
+
+        existing = self.cnx.producers.get(request.producer_id)
+        if existing is not None:
+            self._producer_success(request.request_id, existing.producer.name)
+            return
+        topic_name = naming.TopicName.parse(request.topic)
+        topic = await self.service.get_topic(topic_name, create=True)
+        if topic is None:
+            raise errors.TopicNotFoundError(f"Topic {topic_name} does not exist")
+        if topic.ledger.is_terminated:
+            self.cnx.write(commands.error(request.request_id, pb.TopicTerminatedError,
+                                          "Topic was terminated"))
+            return
+        name = request.producer_name or self.service.generate_producer_name()
+        producer = topic.add_producer(name, self.cnx.remote_address)
+        self.cnx.producers[request.producer_id] = ProducerHandle(request.producer_id, topic, producer)
+        self._producer_success(request.request_id, name)
+
+    def _producer_success(self, request_id: int, name: str) -> None:
+        reply = commands.base(T.PRODUCER_SUCCESS)
+        reply.producer_success.request_id = request_id
+        reply.producer_success.producer_name = name
+        reply.producer_success.last_sequence_id = -1
+        reply.producer_success.producer_ready = True
+        self.cnx.write(reply)
+
+    def send(self, received: frame.Frame) -> None:
+        request = received.command.send
+        handle = self.cnx.producers.get(request.producer_id)
+        if handle is None or handle.closed:
+            log.info("SEND for unknown producer %s on %s", request.producer_id,
+                     self.cnx.remote_address)
+            self.cnx.close()
+            return
+        if not received.checksum_valid:
+            reply = commands.base(T.SEND_ERROR)
+            reply.send_error.producer_id = request.producer_id
+            reply.send_error.sequence_id = request.sequence_id
+            reply.send_error.error = pb.ChecksumError
+            reply.send_error.message = "Checksum failed on the broker"
+            self.cnx.write(reply)
+            return
+        assert received.entry is not None
+        data = bytes(received.entry)
+        num_messages = request.num_messages if request.HasField("num_messages") else 1
+        highest = request.highest_sequence_id if request.HasField("highest_sequence_id") else -1
+        task = asyncio.get_running_loop().create_task(
+            handle.topic.publish(handle.producer, data, num_messages))
+        handle.in_flight.append((task, request.sequence_id, highest, num_messages))
+        self.cnx.send_started()
+        task.add_done_callback(lambda _t: self._send_receipts(handle))
+
+    def _send_receipts(self, handle: ProducerHandle) -> None:
+        """Answer completed SENDs in their order; a failed one closes the connection so
+        the client resends what is pending."""
+        while handle.in_flight and handle.in_flight[0][0].done():
+            task, sequence_id, highest, _ = handle.in_flight.popleft()
+            self.cnx.send_finished()
+            if task.cancelled() or task.exception() is not None:
+                log.warning("publish on %s failed: %s; closing connection", handle.topic,
+                            None if task.cancelled() else task.exception())
+                self.cnx.close()
+                continue
+            position = task.result()
+            reply = commands.base(T.SEND_RECEIPT)
+            receipt = reply.send_receipt
+            receipt.producer_id = handle.producer_id
+            receipt.sequence_id = sequence_id
+            if highest >= 0:
+                receipt.highest_sequence_id = highest
+            receipt.message_id.ledgerId = position.ledger_id
+            receipt.message_id.entryId = position.entry_id
+            self.cnx.write(reply)
+
+    def close_producer(self, received: frame.Frame) -> None:
+        request = received.command.close_producer
+        self.cnx.spawn(self._close_producer(request), request.request_id)
+
+    async def _close_producer(self, request: pb.CommandCloseProducer) -> None:
+        handle = self.cnx.producers.pop(request.producer_id, None)
+        if handle is not None:
+            handle.closed = True
+            pending = [task for task, *_ in handle.in_flight]
+            if pending:
+                await asyncio.wait(pending)
+            handle.topic.remove_producer(handle.producer)
+        self.cnx.write(commands.success(request.request_id))
+
+    # Consumers
+
+    def subscribe(self, received: frame.Frame) -> None:
+        request = received.command.subscribe
+        self.cnx.spawn(self._subscribe(request), request.request_id)
+
+    async def _subscribe(self, request: pb.CommandSubscribe) -> None:
+        from pulsar_broker.server.connection import ConsumerHandle
+
+        if request.consumer_id in self.cnx.consumers:
+            self.cnx.write(commands.success(request.request_id))
+            return
+        topic_name = naming.TopicName.parse(request.topic)
+        create = request.force_topic_creation if request.HasField("force_topic_creation") else True
+        topic = await self.service.get_topic(topic_name, create=create)
+        if topic is None:
+            raise errors.TopicNotFoundError(f"Topic {topic_name} does not exist")
+        sub_type = SubType(request.subType)
+        durable = request.durable if request.HasField("durable") else True
+        initial = (ml.InitialPosition.EARLIEST if request.initialPosition == pb.CommandSubscribe.Earliest
+                   else ml.InitialPosition.LATEST)
+        start, inclusive = None, False
+        if not durable and request.HasField("start_message_id"):
+            start, inclusive = self._start_position(request.start_message_id)
+        subscription = await topic.subscribe(
+            request.subscription, sub_type, durable, initial, start, inclusive)
+        consumer = Consumer(
+            self.cnx, request.consumer_id, request.consumer_name or f"consumer-{request.consumer_id}",
+            sub_type, request.priority_level, topic_name.partition_index,
+            self.service.config.max_unacked_messages_per_consumer,
+        )
+        subscription.add_consumer(consumer)
+        self.cnx.consumers[request.consumer_id] = ConsumerHandle(topic, subscription, consumer)
+        self.cnx.write(commands.success(request.request_id))
+
+    @staticmethod
+    def _start_position(data: pb.MessageIdData) -> tuple[ml.Position, bool]:
+        """Where a reader starts. Earliest/latest sentinels map to EARLIEST/LATEST. For an id
+        inside a batch the whole entry is delivered again (the client drops the messages
+        before the batch index), so the cursor starts at that entry inclusively."""
+        position = commands.position_of(data)
+        if position.ledger_id < 0 or position.entry_id < 0 and position.ledger_id < 0:
+            return ml.EARLIEST, False
+        if position.ledger_id >= 2**63 - 1:
+            return ml.LATEST, False
+        if data.HasField("batch_index") and data.batch_index >= 0:
+            return position, True
+        return position, False
+
+    def flow(self, received: frame.Frame) -> None:
+        request = received.command.flow
+        handle = self.cnx.consumers.get(request.consumer_id)
+        if handle is None:
+            return
+        handle.consumer.flow(request.messagePermits)
+        handle.subscription.dispatcher.wake()
+
+    def ack(self, received: frame.Frame) -> None:
+        request = received.command.ack
+        self.cnx.spawn(self._ack(request), None)
+
+    async def _ack(self, request: pb.CommandAck) -> None:
+        handle = self.cnx.consumers.get(request.consumer_id)
+        error: Exception | None = None
+        if handle is not None:
+            positions = [
+                commands.position_of(mid) for mid in request.message_id
+                # A batch ack naming messages still unacknowledged leaves the entry alone.
+                if not any(mid.ack_set)
+            ]
+            if positions:
+                try:
+                    await handle.subscription.acknowledge(
+                        handle.consumer, positions, request.ack_type == pb.CommandAck.Cumulative)
+                except Exception as exc:
+                    error = exc
+                    log.info("ack on %s failed: %s", handle.topic, exc)
+        if request.HasField("request_id"):
+            reply = commands.base(T.ACK_RESPONSE)
+            reply.ackResponse.consumer_id = request.consumer_id
+            reply.ackResponse.request_id = request.request_id
+            if error is not None:
+                reply.ackResponse.error = commands.server_error_of(error)
+                reply.ackResponse.message = str(error)
+            self.cnx.write(reply)
+
+    def redeliver(self, received: frame.Frame) -> None:
+        request = received.command.redeliverUnacknowledgedMessages
+        handle = self.cnx.consumers.get(request.consumer_id)
+        if handle is None:
+            return
+        positions = [commands.position_of(m) for m in request.message_ids] or None
+        handle.subscription.redeliver(handle.consumer, positions)
+
+    def unsubscribe(self, received: frame.Frame) -> None:
+        request = received.command.unsubscribe
+        self.cnx.spawn(self._unsubscribe(request), request.request_id)
+
+    async def _unsubscribe(self, request: pb.CommandUnsubscribe) -> None:
+        handle = self.cnx.consumers.get(request.consumer_id)
+        if handle is None:
+            self.cnx.write(commands.success(request.request_id))
+            return
+        others = [c for c in handle.subscription.consumers if c is not handle.consumer]
+        if others and not request.force:
+            self.cnx.write(commands.error(request.request_id, pb.UnknownError,
+                                          "Subscription has other connected consumers"))
+            return
+        self.cnx.consumers.pop(request.consumer_id, None)
+        handle.subscription.remove_consumer(handle.consumer)
+        await handle.topic.unsubscribe(handle.subscription.name, force=True)
+        self.cnx.write(commands.success(request.request_id))
+
+    def close_consumer(self, received: frame.Frame) -> None:
+        request = received.command.close_consumer
+        self.cnx.spawn(self._close_consumer(request), request.request_id)
+
+    async def _close_consumer(self, request: pb.CommandCloseConsumer) -> None:
+        handle = self.cnx.consumers.pop(request.consumer_id, None)
+        if handle is not None:
+            await self.remove_consumer(handle)
+        self.cnx.write(commands.success(request.request_id))
+
+    async def remove_consumer(self, handle: ConsumerHandle) -> None:
+        handle.subscription.remove_consumer(handle.consumer)
+        await handle.topic.remove_subscription_if_idle(handle.subscription)
+
+    def seek(self, received: frame.Frame) -> None:
+        request = received.command.seek
+        self.cnx.spawn(self._seek(request), request.request_id)
+
+    async def _seek(self, request: pb.CommandSeek) -> None:
+        handle = self.cnx.consumers.get(request.consumer_id)
+        if handle is None:
+            raise errors.NotFoundError("Consumer not found")
+        cursor = handle.subscription.cursor
+        if request.HasField("message_publish_time"):
+            timestamp = request.message_publish_time
+            found = await cursor.find_newest_matching(
+                lambda e: entry_info.entry_info(e.data).publish_time_ms < timestamp)
+            target = ml.EARLIEST if found is None else ml.Position(found.ledger_id,
+                                                                   found.entry_id + 1)
+        else:
+            target = commands.position_of(request.message_id)
+            if target.ledger_id < 0:
+                target = ml.EARLIEST
+        await handle.subscription.reset_cursor(target)
+        self.cnx.write(commands.success(request.request_id))
+
+    def get_last_message_id(self, received: frame.Frame) -> None:
+        request = received.command.getLastMessageId
+        self.cnx.spawn(self._get_last_message_id(request), request.request_id)
+
+    async def _get_last_message_id(self, request: pb.CommandGetLastMessageId) -> None:
+        handle = self.cnx.consumers.get(request.consumer_id)
+        if handle is None:
+            raise errors.NotFoundError("Consumer not found")
+        ledger = handle.topic.ledger
+        last = ledger.last_confirmed_entry
+        reply = commands.base(T.GET_LAST_MESSAGE_ID_RESPONSE)
+        response = reply.getLastMessageIdResponse
+        response.request_id = request.request_id
+        response.last_message_id.ledgerId = last.ledger_id & 0xFFFFFFFFFFFFFFFF
+        response.last_message_id.entryId = last.entry_id & 0xFFFFFFFFFFFFFFFF
+        partition = handle.topic.name.partition_index
+        if partition >= 0:
+            response.last_message_id.partition = partition
+        if last.entry_id >= 0:
+            entry = await ledger.read_entry(last)
+            info = entry_info.entry_info(entry.data)
+            if entry_info.parse_metadata(entry.data).HasField("num_messages_in_batch"):
+                response.last_message_id.batch_index = info.num_messages - 1
+        mark_delete = handle.subscription.cursor.mark_delete_position
+        response.consumer_mark_delete_position.ledgerId = mark_delete.ledger_id & 0xFFFFFFFFFFFFFFFF
+        response.consumer_mark_delete_position.entryId = mark_delete.entry_id & 0xFFFFFFFFFFFFFFFF
+        self.cnx.write(reply)
+
+    def get_topics_of_namespace(self, received: frame.Frame) -> None:
+        request = received.command.getTopicsOfNamespace
+        self.cnx.spawn(self._get_topics_of_namespace(request), request.request_id)
+
+    async def _get_topics_of_namespace(self, request: pb.CommandGetTopicsOfNamespace) -> None:
+        ns = naming.NamespaceName.parse(request.namespace)
+        mode = pb.CommandGetTopicsOfNamespace.Mode.Name(request.mode)
+        topics = await self.service.topics_of_namespace(ns, mode)
+        reply = commands.base(T.GET_TOPICS_OF_NAMESPACE_RESPONSE)
+        response = reply.getTopicsOfNamespaceResponse
+        response.request_id = request.request_id
+        response.topics.extend(topics)
+        response.filtered = False
+        response.changed = True
+        self.cnx.write(reply)
+
+    def get_schema(self, received: frame.Frame) -> None:
+        request = received.command.getSchema
+        reply = commands.base(T.GET_SCHEMA_RESPONSE)
+        reply.getSchemaResponse.request_id = request.request_id
+        reply.getSchemaResponse.error_code = pb.TopicNotFound
+        reply.getSchemaResponse.error_message = "Topic not found or no-schema"
+        self.cnx.write(reply)
+
+    def consumer_stats(self, received: frame.Frame) -> None:
+        request = received.command.consumerStats
+        reply = commands.base(T.CONSUMER_STATS_RESPONSE)
+        response = reply.consumerStatsResponse
+        response.request_id = request.request_id
+        handle = self.cnx.consumers.get(request.consumer_id)
+        if handle is None:
+            response.error_code = pb.ConsumerNotFound
+            response.error_message = "Consumer not found"
+        else:
+            response.consumerName = handle.consumer.consumer_name
+            response.availablePermits = handle.consumer.permits
+            response.unackedMessages = handle.consumer.unacked_messages
+            response.msgBacklog = handle.subscription.cursor.number_of_entries_in_backlog
+            response.type = handle.subscription.sub_type.name.title().replace("_", "_")
+        self.cnx.write(reply)

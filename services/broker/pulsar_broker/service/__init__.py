@@ -1,0 +1,1 @@
+"""The broker service: the topics this broker serves and the rules for creating them."""

@@ -1,0 +1,185 @@
+"""Loads, creates and removes topics; answers partitioned-metadata and lookup questions.
+
+Topics are loaded once per name (concurrent requests share the load) and kept
+until they are deleted, unloaded or the broker stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from typing import Any
+
+from pulsar_common import naming
+
+from pulsar_broker import config as broker_config
+from pulsar_broker import errors, resources
+from pulsar_broker.managed_ledger import api as ml
+from pulsar_broker.topics.persistent_topic import PersistentTopic
+
+log = logging.getLogger(__name__)
+
+
+class BrokerService:
+    def __init__(
+        self,
+        config: broker_config.BrokerConfig,
+        pulsar_resources: resources.PulsarResources,
+        ledger_factory: ml.ManagedLedgerFactory,
+    ) -> None:
+        self.config = config
+        self.resources = pulsar_resources
+        self.ledger_factory = ledger_factory
+        self._topics: dict[str, asyncio.Future[PersistentTopic]] = {}
+        self._producer_names = 0
+        self.broker_id = f"{config.advertised_address}:{config.web_service_port}"
+
+    @property
+    def broker_service_url(self) -> str:
+        return f"pulsar://{self.config.advertised_address}:{self.config.broker_service_port}"
+
+    @property
+    def web_service_url(self) -> str:
+        return f"http://{self.config.advertised_address}:{self.config.web_service_port}"
+
+    def generate_producer_name(self) -> str:
+        self._producer_names += 1
+        return f"{self.config.cluster_name}-{self.config.broker_service_port}-{self._producer_names}"
+
+    # Topics
+
+    @property
+    def loaded_topics(self) -> list[PersistentTopic]:
+        return [f.result() for f in self._topics.values() if f.done() and not f.exception()]
+
+    async def get_topic(self, name: naming.TopicName, create: bool) -> PersistentTopic | None:
+        """The loaded topic; loads it when it exists, creates it when create is allowed."""
+        key = str(name)
+        future = self._topics.get(key)
+        if future is not None:
+            return await asyncio.shield(future)
+        if not name.persistent:
+            raise errors.NotAllowedError("non-persistent topics are not supported yet")
+        exists = await self.ledger_factory.exists(name.persistence_name)
+        if not exists:
+            if not create or not await self.may_create_topic(name):
+                return None
+        future = self._topics.get(key)
+        if future is not None:
+            return await asyncio.shield(future)
+        future = asyncio.get_running_loop().create_future()
+        self._topics[key] = future
+        try:
+            topic = await self._load(name)
+        except BaseException as exc:
+            self._topics.pop(key, None)
+            future.set_exception(exc)
+            future.exception()  # Mark retrieved: the caller re-raises it below.
+            raise
+        future.set_result(topic)
+        return topic
+
+    async def _load(self, name: naming.TopicName) -> PersistentTopic:
+        await self.check_namespace(name.namespace_name)
+        ledger = await self.ledger_factory.open(name.persistence_name)
+        topic = PersistentTopic(
+            name, ledger, self.config.dispatcher_max_read_batch_size,
+            self.config.subscription_redelivery_tracker_enabled,
+        )
+        await topic.load_durable_subscriptions()
+        log.info("loaded topic %s", name)
+        return topic
+
+    async def check_namespace(self, ns: naming.NamespaceName) -> None:
+        if not await self.resources.namespace_exists(ns):
+            raise errors.NotFoundError(f"Namespace {ns} does not exist")
+
+    async def auto_creation_policy(self, ns: naming.NamespaceName) -> dict[str, Any]:
+        """Namespace override of allowAutoTopicCreation, else the broker's settings."""
+        try:
+            override = (await self.resources.get_policies(ns)).get("autoTopicCreationOverride")
+        except errors.NotFoundError:
+            override = None
+        if override:
+            return dict(override)
+        return {
+            "allowAutoTopicCreation": self.config.allow_auto_topic_creation,
+            "topicType": self.config.allow_auto_topic_creation_type,
+            "defaultNumPartitions": self.config.default_num_partitions,
+        }
+
+    async def may_create_topic(self, name: naming.TopicName) -> bool:
+        """A partition of an existing partitioned topic may always be created; other
+        topics only when auto-creation allows non-partitioned topics."""
+        if not await self.resources.namespace_exists(name.namespace_name):
+            return False
+        index = name.partition_index
+        if index >= 0:
+            partitions = await self.resources.get_partitions(name.partitioned_topic_name)
+            if partitions > 0:
+                return index < partitions
+        if await self.resources.get_partitions(name) > 0:
+            return False
+        policy = await self.auto_creation_policy(name.namespace_name)
+        return bool(policy["allowAutoTopicCreation"]) and policy["topicType"] == "non-partitioned"
+
+    async def partitioned_metadata(self, name: naming.TopicName, auto_create: bool) -> int:
+        """Partition count (0 = not partitioned); may create a partitioned topic when the
+        auto-creation policy says topics are created partitioned."""
+        partitions = await self.resources.get_partitions(name)
+        if partitions or not auto_create or name.partition_index >= 0:
+            return partitions
+        if not await self.resources.namespace_exists(name.namespace_name):
+            raise errors.NotFoundError(f"Namespace {name.namespace_name} does not exist")
+        policy = await self.auto_creation_policy(name.namespace_name)
+        if (policy["allowAutoTopicCreation"] and policy["topicType"] == "partitioned"
+                and not await self.ledger_factory.exists(name.persistence_name)):
+            count = int(policy.get("defaultNumPartitions") or 1)
+            try:
+                await self.resources.create_partitioned_topic(name, count)
+            except errors.ConflictError:
+                pass
+            return await self.resources.get_partitions(name)
+        return 0
+
+    async def topic_exists(self, name: naming.TopicName) -> bool:
+        return str(name) in self._topics or await self.ledger_factory.exists(name.persistence_name)
+
+    async def delete_topic(self, name: naming.TopicName, force: bool = False) -> None:
+        topic = await self.get_topic(name, create=False)
+        if topic is None:
+            raise errors.TopicNotFoundError("Topic not found")
+        await topic.delete(force)
+        self._topics.pop(str(name), None)
+
+    async def unload_topic(self, name: naming.TopicName) -> None:
+        future = self._topics.pop(str(name), None)
+        if future is not None and future.done() and not future.exception():
+            await future.result().close()
+
+    async def topics_of_namespace(self, ns: naming.NamespaceName, mode: str = "PERSISTENT",
+                                  pattern: str | None = None) -> list[str]:
+        """Non-partitioned topics and partitions, as the client's regex subscriptions expect."""
+        names: set[str] = set()
+        if mode in ("PERSISTENT", "ALL"):
+            names.update(await self.resources.list_persistent_topics(ns))
+            for parent in await self.resources.list_partitioned_topics(ns, "persistent"):
+                count = await self.resources.get_partitions(naming.TopicName.parse(parent))
+                names.update(f"{parent}-partition-{i}" for i in range(count))
+            names.update(str(t.name) for t in self.loaded_topics if t.name.namespace_name == ns)
+        result = sorted(names)
+        if pattern:
+            regex = re.compile(pattern if "://" in pattern else f"persistent://{pattern}")
+            result = [n for n in result if regex.fullmatch(n)]
+        return result
+
+    async def close(self) -> None:
+        for future in list(self._topics.values()):
+            if future.done() and not future.exception():
+                try:
+                    await future.result().close()
+                except Exception:
+                    log.exception("closing topic failed")
+        self._topics.clear()
+        await self.ledger_factory.shutdown()

@@ -1,0 +1,175 @@
+"""`pulsar standalone`: metadata store, one bookie and one broker in a single process.
+
+Data lives under --data-dir: `metadata/` (embedded RocksDB unless
+metadataStoreUrl names etcd), `bookkeeper/journal` and `bookkeeper/ledgers`.
+On first start it creates cluster `standalone`, tenants `public` and `pulsar`
+and namespaces `public/default` and `pulsar/system`, as Apache's does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import pathlib
+import signal
+from typing import Any
+
+from aiohttp import web as aiohttp_web
+
+from pulsar_bookie import config as bookie_config
+from pulsar_bookie import types as bookie_types
+from pulsar_bookie.client import local as local_client
+from pulsar_bookie.storage import engine as bookie_engine
+from pulsar_common import config as common_config
+from pulsar_common import naming
+from pulsar_common.metadata import api as md
+from pulsar_common.metadata import factory as md_factory
+
+from pulsar_broker import config as broker_config
+from pulsar_broker import errors, resources
+from pulsar_broker.managed_ledger import config as ml_config
+from pulsar_broker.managed_ledger import factory as ml_factory
+from pulsar_broker.server import connection
+from pulsar_broker.service.broker_service import BrokerService
+
+log = logging.getLogger(__name__)
+
+STANDALONE_NAMESPACES = ("public/default", "pulsar/system")
+
+
+@dataclasses.dataclass(frozen=True)
+class StandaloneSettings:
+    broker: broker_config.BrokerConfig
+    managed_ledger: ml_config.ManagedLedgerConfig
+    bookie: bookie_config.BookieConfig
+
+
+def load_settings(data_dir: pathlib.Path, config_path: str | None,
+                  overrides: dict[str, str]) -> StandaloneSettings:
+    """Broker, managed-ledger and bookie keys all come from the one file and overrides."""
+    bookie_defaults = {
+        "journalDirectories": str(data_dir / "bookkeeper" / "journal"),
+        "ledgerDirectories": str(data_dir / "bookkeeper" / "ledgers"),
+    }
+    broker, managed, bookie = common_config.load_many(
+        [broker_config.BrokerConfig, ml_config.ManagedLedgerConfig, bookie_config.BookieConfig],
+        config_path, {**bookie_defaults, **overrides},
+    )
+    return StandaloneSettings(broker, managed, bookie)
+
+
+async def initialize_cluster_metadata(res: resources.PulsarResources,
+                                      conf: broker_config.BrokerConfig) -> None:
+    """Create the standalone cluster, tenants and namespaces unless they exist."""
+    host = conf.advertised_address
+    cluster = {
+        "serviceUrl": f"http://{host}:{conf.web_service_port}",
+        "brokerServiceUrl": f"pulsar://{host}:{conf.broker_service_port}",
+    }
+    with contextlib.suppress(errors.ConflictError):
+        await res.create_cluster(conf.cluster_name, cluster)
+    for ns_text in STANDALONE_NAMESPACES:
+        ns = naming.NamespaceName.parse(ns_text)
+        with contextlib.suppress(errors.ConflictError):
+            await res.create_tenant(ns.tenant, {"adminRoles": [],
+                                                "allowedClusters": [conf.cluster_name]})
+        with contextlib.suppress(errors.ConflictError):
+            policies = resources.default_policies()
+            policies["replication_clusters"] = [conf.cluster_name]
+            await res.create_namespace(ns, policies)
+
+
+class Standalone:
+    """The running pieces, started in dependency order and stopped in reverse."""
+
+    def __init__(self, data_dir: pathlib.Path, settings: StandaloneSettings) -> None:
+        self.data_dir = data_dir
+        self.settings = settings
+        self.store: md.MetadataStore | None = None
+        self.bookie: bookie_engine.LedgerStorageEngine | None = None
+        self.ledger_client: local_client.LocalLedgerClient | None = None
+        self.service: BrokerService | None = None
+        self.server: asyncio.Server | None = None
+        self.web_runner: aiohttp_web.AppRunner | None = None
+
+    async def start(self) -> None:
+        conf = self.settings.broker
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        url = conf.metadata_store_url or f"rocksdb:{self.data_dir / 'metadata'}"
+        self.store = await md_factory.create_store(url)
+        self.bookie = bookie_engine.LedgerStorageEngine(self.settings.bookie)
+        await self.bookie.start()
+        bookie_id = bookie_types.BookieId(f"{conf.advertised_address}:{self.settings.bookie.bookiePort}")
+        self.ledger_client = local_client.LocalLedgerClient(self.bookie, self.store, bookie_id)
+        ledgers = ml_factory.ManagedLedgerFactoryImpl(
+            self.store, self.ledger_client, self.settings.managed_ledger)
+        res = resources.PulsarResources(self.store)
+        await initialize_cluster_metadata(res, conf)
+        self.service = BrokerService(conf, res, ledgers)
+        self.server = await connection.start_server(
+            self.service, conf.bind_address, conf.broker_service_port)
+        await self._start_web()
+        log.info("pulsar standalone ready: %s %s", self.service.broker_service_url,
+                 self.service.web_service_url)
+
+    async def _start_web(self) -> None:
+        assert self.service is not None
+        try:
+            from pulsar_broker.web import app as web_app
+        except ImportError:
+            log.warning("admin REST API not available in this build")
+            return
+        self.web_runner = aiohttp_web.AppRunner(web_app.create_app(self.service),
+                                                access_log=None)
+        await self.web_runner.setup()
+        conf = self.settings.broker
+        site = aiohttp_web.TCPSite(self.web_runner, conf.bind_address, conf.web_service_port,
+                                   reuse_address=True)
+        await site.start()
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            self.server.close()
+        if self.web_runner is not None:
+            await self.web_runner.cleanup()
+        if self.service is not None:
+            await self.service.close()
+        if self.ledger_client is not None:
+            await self.ledger_client.close()
+        if self.bookie is not None:
+            await self.bookie.close()
+        if self.store is not None:
+            await self.store.close()
+
+
+async def run(data_dir: pathlib.Path, settings: StandaloneSettings) -> None:
+    standalone = Standalone(data_dir, settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await standalone.start()
+        print(f"pulsar standalone: broker {standalone.service.broker_service_url}, "  # type: ignore[union-attr]
+              f"web {standalone.service.web_service_url}, data {data_dir}", flush=True)
+        await stop.wait()
+        log.info("shutting down")
+    finally:
+        await standalone.stop()
+
+
+def main(args: Any) -> int:
+    overrides = common_config.parse_overrides(args.conf or [])
+    if args.metadata_url:
+        overrides["metadataStoreUrl"] = args.metadata_url
+    data_dir = pathlib.Path(args.data_dir).resolve()
+    settings = load_settings(data_dir, args.config, overrides)
+    try:
+        import uvloop
+        uvloop.install()
+    except ImportError:
+        pass
+    asyncio.run(run(data_dir, settings))
+    return 0
