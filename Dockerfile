@@ -1,0 +1,60 @@
+# One image for every pulsar-py service:
+#   pulsar broker | bookie | proxy | functions-worker | function-instance | operator | standalone
+# plus Debian's etcd-server (`etcd`, 3.4) for the etcd pods the operator runs.
+#
+#   docker build -t pulsar-py:0.1.0 .
+#   docker run --rm -p 6650:6650 -p 8080:8080 pulsar-py:0.1.0 standalone
+#
+# Services read their config from /pulsar/conf (a ConfigMap in Kubernetes) and
+# keep their data under /pulsar/data (a PersistentVolumeClaim).
+
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+# Build stage: the project and every dependency as wheels, so the runtime
+# stage installs offline and carries no build tools.
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY services ./services
+COPY operator ./operator
+COPY spark ./spark
+RUN pip wheel --wheel-dir /wheels .
+
+# Runtime stage.
+FROM ${PYTHON_IMAGE}
+ARG PULSAR_UID=10000
+LABEL org.opencontainers.image.title="pulsar-py" \
+      org.opencontainers.image.description="Apache Pulsar rebuilt in Python: broker, bookie, proxy, functions, operator" \
+      org.opencontainers.image.licenses="Apache-2.0"
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+# The etcd pods run /usr/bin/etcd from this image.
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends etcd-server \
+ && rm -rf /var/lib/apt/lists/*
+
+COPY --from=build /wheels /wheels
+RUN pip install --no-index --find-links=/wheels pulsar-py \
+ && rm -rf /wheels \
+ && pulsar --help >/dev/null
+
+# Non-root user; the charts' and the operator's pod security contexts use the same id.
+RUN groupadd --system --gid ${PULSAR_UID} pulsar \
+ && useradd --system --uid ${PULSAR_UID} --gid pulsar --home-dir /pulsar --shell /usr/sbin/nologin pulsar \
+ && mkdir -p /pulsar/conf /pulsar/data /var/lib/etcd \
+ && chown -R pulsar:pulsar /pulsar /var/lib/etcd
+
+USER ${PULSAR_UID}:${PULSAR_UID}
+WORKDIR /pulsar
+
+# 6650 binary protocol, 8080 HTTP (broker, proxy; the operator's /healthz),
+# 3181 bookie, 8000 bookie HTTP, 6750 functions worker, 9094 function metrics,
+# 2379/2380 etcd client/peer.
+EXPOSE 6650 8080 3181 8000 6750 9094 2379 2380
+
+ENTRYPOINT ["pulsar"]
+CMD ["--help"]
