@@ -1,0 +1,139 @@
+"""kopf handlers: thin glue from kopf's events and timers to `services`.
+
+`register` puts every handler into a registry (not kopf's global one), with
+the resync interval from the command line: change handlers react at once,
+timers re-run the same reconcile to pick up StatefulSet readiness and to
+correct drift in Pulsar (tenants and namespaces edited behind our back).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import kopf
+
+from pulsar_operator import admin, errors, kube, naming, services
+
+KINDS = {
+    "cluster": (naming.GROUP, naming.VERSION, "pulsarclusters"),
+    "tenant": (naming.GROUP, naming.VERSION, "tenants"),
+    "namespace": (naming.GROUP, naming.VERSION, "pulsarnamespaces"),
+    "function": (naming.GROUP, naming.VERSION, "functions"),
+    "functionmesh": (naming.FUNCTION_MESH_GROUP, "v1alpha1", "functions"),
+}
+
+
+class Runtime:
+    """State shared by the handlers: the login and the Kubernetes client built from it."""
+
+    def __init__(self, config: services.OperatorConfig) -> None:
+        self.config = config
+        self.connection: kopf.ConnectionInfo | None = None
+        self._client: kube.KubeClient | None = None
+
+    def client(self) -> kube.KubeClient:
+        if self._client is None:
+            if self.connection is None:
+                raise errors.OperatorError("not logged in to Kubernetes yet")
+            self._client = kube.KubeClient(self.connection)
+        return self._client
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+
+def _login(runtime: Runtime, **kwargs: Any) -> kopf.ConnectionInfo | None:
+    info = kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+    runtime.connection = info
+    return info
+
+
+def _configure(settings: kopf.OperatorSettings, runtime: Runtime) -> None:
+    settings.persistence.finalizer = naming.FINALIZER
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=naming.ANNOTATION_PREFIX)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix=naming.ANNOTATION_PREFIX, key="last-handled-configuration")
+    settings.posting.level = logging.WARNING
+    settings.watching.server_timeout = 300
+    settings.networking.request_timeout = 60
+
+
+def _set_status(patch: kopf.Patch, status: dict[str, Any]) -> None:
+    patch["status"] = status
+
+
+def register(registry: kopf.OperatorRegistry, runtime: Runtime, *, function_mesh: bool = True) -> None:
+    """Every handler of the operator, bound to `runtime`; function_mesh adds compute.functionmesh.io."""
+    interval = runtime.config.resync_interval_s
+
+    @kopf.on.login(registry=registry)
+    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+        return _login(runtime, **kwargs)
+
+    @kopf.on.startup(registry=registry)
+    def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
+        _configure(settings, runtime)
+
+    @kopf.on.cleanup(registry=registry)
+    async def cleanup(**_: Any) -> None:
+        await runtime.close()
+
+    _register_cluster(registry, runtime, interval)
+    _register_pulsar_resource(registry, runtime, interval, "tenant", services.sync_tenant)
+    _register_pulsar_resource(registry, runtime, interval, "namespace", services.sync_namespace)
+    for key in ("function", "functionmesh") if function_mesh else ("function",):
+        _register_function(registry, runtime, interval, key)
+
+
+def _changes(registry: kopf.OperatorRegistry, key: str, fn: Any, id: str) -> None:
+    group, version, plural = KINDS[key]
+    for decorator in (kopf.on.create, kopf.on.update, kopf.on.resume):
+        decorator(group, version, plural, registry=registry, id=id)(fn)
+
+
+def _timer(registry: kopf.OperatorRegistry, key: str, fn: Any, interval: float) -> None:
+    group, version, plural = KINDS[key]
+    kopf.timer(group, version, plural, registry=registry, id="resync", interval=interval,
+               initial_delay=interval)(fn)
+
+
+def _register_cluster(registry: kopf.OperatorRegistry, runtime: Runtime, interval: float) -> None:
+    async def reconcile(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+        status = await services.reconcile_cluster(services.plain(body), runtime.client(), admin.AdminClient)
+        _set_status(patch, status)
+
+    _changes(registry, "cluster", reconcile, "reconcile")
+    _timer(registry, "cluster", reconcile, interval)
+
+
+def _register_pulsar_resource(
+    registry: kopf.OperatorRegistry, runtime: Runtime, interval: float, key: str, sync: Any
+) -> None:
+    group, version, plural = KINDS[key]
+
+    async def reconcile(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+        _set_status(patch, await sync(services.plain(body), runtime.client(), admin.AdminClient))
+
+    async def delete(body: kopf.Body, logger: logging.Logger | logging.LoggerAdapter[Any], **_: Any) -> None:
+        try:
+            logger.info(await services.delete_in_pulsar(services.plain(body), runtime.client(), admin.AdminClient))
+        except errors.ClusterNotReadyError as exc:
+            # The cluster is gone: nothing is left to clean up, so release the finalizer.
+            logger.warning("not cleaning up in Pulsar: %s", exc)
+        except errors.OperatorError as exc:
+            raise kopf.TemporaryError(str(exc), delay=min(interval, 10.0)) from exc
+
+    _changes(registry, key, reconcile, "reconcile")
+    _timer(registry, key, reconcile, interval)
+    kopf.on.delete(group, version, plural, registry=registry, id="cleanup")(delete)
+
+
+def _register_function(registry: kopf.OperatorRegistry, runtime: Runtime, interval: float, key: str) -> None:
+    async def reconcile(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+        _set_status(patch, await services.reconcile_function(services.plain(body), runtime.client(), runtime.config))
+
+    _changes(registry, key, reconcile, "reconcile")
+    _timer(registry, key, reconcile, interval)
