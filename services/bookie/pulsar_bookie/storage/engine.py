@@ -132,11 +132,16 @@ class LedgerStorageEngine(api.LedgerStorage):
         if self._state is not _State.NEW:
             raise errors.BookieError("engine already started")
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._flush_thread, self._open_and_replay)
-        for j in self._journals:
-            j.start(loop)
-        # The replayed records go to entry logs; the marks move to the start of the new files.
-        await self._run_flush()
+        self._state = _State.CLOSING  # until started: refuse calls
+        try:
+            await loop.run_in_executor(self._flush_thread, self._open_and_replay)
+            for j in self._journals:
+                j.start(loop)
+            # The replayed records go to entry logs; the marks move to the start of the new files.
+            await self._run_flush()
+        except BaseException:
+            await self._release_resources()
+            raise
         self._state = _State.RUNNING
         self._tasks = [
             asyncio.create_task(self._flush_loop(), name="bookie-flush"),
@@ -181,6 +186,9 @@ class LedgerStorageEngine(api.LedgerStorage):
                 await task
         if was_running:
             await self._run_flush()
+        await self._release_resources()
+
+    async def _release_resources(self) -> None:
         for j in self._journals:
             await j.close()
         self._read_threads.shutdown(wait=True)
@@ -188,6 +196,7 @@ class LedgerStorageEngine(api.LedgerStorage):
         self._logger.close()
         if self._index is not None:
             self._index.close()
+            self._index = None
         self._state = _State.CLOSED
         self._cache_room.set()
 

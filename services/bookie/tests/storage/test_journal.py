@@ -1,0 +1,130 @@
+"""The journal: group commit, optional sync, torn tails after a crash, file trimming."""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+
+import pytest
+
+from pulsar_bookie import errors
+from pulsar_bookie.storage import engine, records
+
+from .conftest import KEY, MakeConf, freeze_as_crashed, journal_files, restore_crashed
+
+
+async def test_many_concurrent_adds_share_few_fsyncs(make_conf: MakeConf) -> None:
+    bookie = engine.LedgerStorageEngine(make_conf(journalMaxGroupWaitMSec=2))
+    await bookie.start()
+    before = bookie.stats()
+    await asyncio.gather(*(bookie.add_entry(1, e, e - 1, b"x" * 100, KEY) for e in range(2000)))
+    stats = bookie.stats()
+    fsyncs = stats.journal_fsyncs - before.journal_fsyncs
+    assert stats.adds == 2000
+    assert 1 <= fsyncs < 2000 // 4
+    await bookie.close()
+
+
+async def test_sequential_adds_each_wait_for_their_own_fsync(make_conf: MakeConf) -> None:
+    bookie = engine.LedgerStorageEngine(make_conf(journalMaxGroupWaitMSec=0))
+    await bookie.start()
+    before = bookie.stats().journal_fsyncs
+    for e in range(20):
+        await bookie.add_entry(1, e, e - 1, b"x", KEY)
+    # The first add also carries the ledger's master key record: same batch.
+    assert bookie.stats().journal_fsyncs - before == 20
+    await bookie.close()
+
+
+async def test_journal_sync_data_false_never_fsyncs(make_conf: MakeConf) -> None:
+    bookie = engine.LedgerStorageEngine(make_conf(journalSyncData=False))
+    await bookie.start()
+    await asyncio.gather(*(bookie.add_entry(1, e, e - 1, b"x" * 100, KEY) for e in range(500)))
+    assert bookie.stats().journal_fsyncs == 0
+    assert (await bookie.read_entry(1, 499)).payload == b"x" * 100
+    await bookie.close()
+
+
+async def test_a_small_journal_queue_bounds_every_batch(make_conf: MakeConf) -> None:
+    bookie = engine.LedgerStorageEngine(make_conf(journalQueueSize=8, journalMaxGroupWaitMSec=5))
+    await bookie.start()
+    before = bookie.stats().journal_batches
+    await asyncio.gather(*(bookie.add_entry(1, e, e - 1, b"x", KEY) for e in range(400)))
+    assert bookie.stats().journal_batches - before >= 400 // 8
+    await bookie.close()
+
+
+async def test_journal_files_before_the_checkpoint_are_deleted(make_conf: MakeConf, tmp_path: pathlib.Path) -> None:
+    bookie = engine.LedgerStorageEngine(make_conf(journalMaxSizeMB=1, dbStorage_writeCacheMaxSizeMb=64))
+    await bookie.start()
+    payload = b"p" * 60_000
+    for batch in range(4):
+        await asyncio.gather(*(bookie.add_entry(1, e, e - 1, payload, KEY) for e in range(batch * 20, batch * 20 + 20)))
+    assert len(journal_files(tmp_path)) >= 4
+    await bookie.flush()
+    assert len(journal_files(tmp_path)) == 1
+    assert (await bookie.read_entry(1, 79)).payload == payload
+    await bookie.close()
+
+
+async def _crash_with_entries(make_conf: MakeConf, tmp_path: pathlib.Path, count: int) -> pathlib.Path:
+    """Ten acknowledged adds only in the journal, then a simulated crash; returns the journal file."""
+    bookie = engine.LedgerStorageEngine(make_conf())
+    await bookie.start()
+    for e in range(count):
+        await bookie.add_entry(1, e, e - 1, bytes([e]) * 300, KEY)
+    frozen = freeze_as_crashed(tmp_path)
+    await bookie.close()
+    restore_crashed(tmp_path, frozen)
+    return journal_files(tmp_path)[-1]
+
+
+async def _check_first_nine_survive(make_conf: MakeConf) -> None:
+    bookie = engine.LedgerStorageEngine(make_conf())
+    await bookie.start()
+    for e in range(9):
+        assert (await bookie.read_entry(1, e)).payload == bytes([e]) * 300
+    with pytest.raises(errors.NoSuchEntryError):
+        await bookie.read_entry(1, 9)
+    assert await bookie.last_entry_id(1) == 8
+    await bookie.add_entry(1, 9, 8, b"new", KEY)
+    await bookie.add_entry(1, 10, 9, b"newer", KEY)
+    await bookie.close()
+    bookie = engine.LedgerStorageEngine(make_conf())
+    await bookie.start()
+    assert (await bookie.read_entry(1, 9)).payload == b"new"
+    assert (await bookie.read_entry(1, 10)).payload == b"newer"
+    assert (await bookie.read_entry(1, 8)).payload == bytes([8]) * 300
+    await bookie.close()
+
+
+async def test_journal_cut_mid_record_is_truncated_and_earlier_entries_survive(
+    make_conf: MakeConf, tmp_path: pathlib.Path
+) -> None:
+    path = await _crash_with_entries(make_conf, tmp_path, 10)
+    size = path.stat().st_size
+    record_size = len(records.add_entry_record(1, 9, 8, bytes([9]) * 300))
+    with open(path, "r+b") as f:
+        f.truncate(size - record_size // 2)
+    await _check_first_nine_survive(make_conf)
+
+
+async def test_journal_with_corrupt_last_bytes_is_truncated_and_earlier_entries_survive(
+    make_conf: MakeConf, tmp_path: pathlib.Path
+) -> None:
+    path = await _crash_with_entries(make_conf, tmp_path, 10)
+    with open(path, "r+b") as f:
+        f.seek(-3, 2)
+        f.write(b"\xde\xad\xbe")
+    await _check_first_nine_survive(make_conf)
+
+
+async def test_zeroed_space_after_the_last_record_is_ignored(make_conf: MakeConf, tmp_path: pathlib.Path) -> None:
+    path = await _crash_with_entries(make_conf, tmp_path, 10)
+    with open(path, "ab") as f:
+        f.write(bytes(4096))
+    bookie = engine.LedgerStorageEngine(make_conf())
+    await bookie.start()
+    for e in range(10):
+        assert (await bookie.read_entry(1, e)).payload == bytes([e]) * 300
+    await bookie.close()
