@@ -88,7 +88,9 @@ async def run(args: argparse.Namespace) -> None:
         for ledger in range(1, args.ledgers + 1)
     ]
     fence_ledger = args.ledgers + 1
-    await bookie.add_entry(types.LedgerId(fence_ledger), types.EntryId(0), types.EntryId(-1), b"f", MASTER_KEY)
+    await bookie.add_entry(
+        types.LedgerId(fence_ledger), types.EntryId(0), types.EntryId(-1), b"f", MASTER_KEY, recovery=True
+    )
     await bookie.fence_ledger(types.LedgerId(fence_ledger), MASTER_KEY)
     _report(f"FENCED {fence_ledger}")
     await asyncio.gather(*writers)
