@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import pytest
-
 from pulsar_common.wire import codes, commands, entry, frame
 from pulsar_common.wire import pulsar_api_pb2 as pb
 
@@ -80,7 +79,7 @@ class FakeBroker:
                 await writer.drain()
         except (ConnectionError, asyncio.CancelledError):
             pass
-        except Exception as exc:  # recorded so the test fails with the cause
+        except Exception as exc:  # noqa: BLE001 - recorded so the test fails with the cause
             self.errors.append(exc)
         finally:
             self._tasks.discard(task)

@@ -13,7 +13,6 @@ import time
 
 import pulsar
 import pytest
-
 from pulsar_common.wire import batch, entry
 from pulsar_common.wire import pulsar_api_pb2 as pb
 
