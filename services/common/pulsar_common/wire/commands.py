@@ -106,14 +106,14 @@ def send_receipt(
     highest_sequence_id: int | None = None,
 ) -> pb.BaseCommand:
     """SEND_RECEIPT; ledger_id = entry_id = -1 acknowledges a dropped duplicate."""
-    body = pb.CommandSendReceipt(
-        producer_id=producer_id,
-        sequence_id=sequence_id,
-        message_id=entry.message_id(ledger_id, entry_id, partition=partition),
-    )
+    command = T(type=T.SEND_RECEIPT)
+    body = command.send_receipt
+    body.producer_id = producer_id
+    body.sequence_id = sequence_id
+    entry.fill_message_id(body.message_id, ledger_id, entry_id, partition=partition)
     if highest_sequence_id is not None:
         body.highest_sequence_id = highest_sequence_id
-    return T(type=T.SEND_RECEIPT, send_receipt=body)
+    return command
 
 
 def send_error(producer_id: int, sequence_id: int, code: int, message: str) -> pb.BaseCommand:
@@ -154,15 +154,14 @@ def message(
     ack_set: Iterable[int] | None = None,
 ) -> pb.BaseCommand:
     """The MESSAGE command alone (its entry travels after it: see entry.message_frame_parts)."""
-    body = pb.CommandMessage(
-        consumer_id=consumer_id,
-        message_id=entry.message_id(ledger_id, entry_id, partition=partition),
+    return entry.message_command(
+        consumer_id,
+        ledger_id,
+        entry_id,
+        partition=partition,
+        redelivery_count=redelivery_count,
+        ack_set=ack_set,
     )
-    if redelivery_count:
-        body.redelivery_count = redelivery_count
-    if ack_set:
-        body.ack_set.extend(ack_set)
-    return T(type=T.MESSAGE, message=body)
 
 
 def ack_response(

@@ -85,6 +85,34 @@ def sticky_key(metadata: pb.MessageMetadata) -> bytes | None:
     return None
 
 
+def fill_message_id(
+    target: pb.MessageIdData,
+    ledger_id: int,
+    entry_id: int,
+    *,
+    partition: int = -1,
+    batch_index: int = -1,
+    batch_size: int | None = None,
+    ack_set: Iterable[int] | None = None,
+) -> pb.MessageIdData:
+    """Set a MessageIdData in place (cheaper than building one and copying it in).
+
+    Negative ledger/entry ids (-1 = earliest) wrap to uint64; partition and
+    batch index are left unset at their default -1.
+    """
+    target.ledgerId = ledger_id & _UINT64_MASK
+    target.entryId = entry_id & _UINT64_MASK
+    if partition != -1:
+        target.partition = partition
+    if batch_index != -1:
+        target.batch_index = batch_index
+    if batch_size is not None:
+        target.batch_size = batch_size
+    if ack_set:
+        target.ack_set.extend(ack_set)
+    return target
+
+
 def message_id(
     ledger_id: int,
     entry_id: int,
@@ -94,17 +122,40 @@ def message_id(
     batch_size: int | None = None,
     ack_set: Iterable[int] | None = None,
 ) -> pb.MessageIdData:
-    """A MessageIdData; negative ledger/entry ids (-1 = earliest) wrap to uint64."""
-    mid = pb.MessageIdData(ledgerId=ledger_id & _UINT64_MASK, entryId=entry_id & _UINT64_MASK)
-    if partition != -1:
-        mid.partition = partition
-    if batch_index != -1:
-        mid.batch_index = batch_index
-    if batch_size is not None:
-        mid.batch_size = batch_size
+    """A new MessageIdData (see ``fill_message_id``)."""
+    return fill_message_id(
+        pb.MessageIdData(),
+        ledger_id,
+        entry_id,
+        partition=partition,
+        batch_index=batch_index,
+        batch_size=batch_size,
+        ack_set=ack_set,
+    )
+
+
+def message_command(
+    consumer_id: int,
+    ledger_id: int,
+    entry_id: int,
+    *,
+    partition: int = -1,
+    redelivery_count: int = 0,
+    ack_set: Iterable[int] | None = None,
+    consumer_epoch: int | None = None,
+) -> pb.BaseCommand:
+    """The MESSAGE command that goes in front of an entry."""
+    command = pb.BaseCommand(type=pb.BaseCommand.MESSAGE)
+    body = command.message
+    body.consumer_id = consumer_id
+    fill_message_id(body.message_id, ledger_id, entry_id, partition=partition)
+    if redelivery_count:
+        body.redelivery_count = redelivery_count
     if ack_set:
-        mid.ack_set.extend(ack_set)
-    return mid
+        body.ack_set.extend(ack_set)
+    if consumer_epoch is not None:
+        body.consumer_epoch = consumer_epoch
+    return command
 
 
 def message_frame_parts(
@@ -127,16 +178,15 @@ def message_frame_parts(
     version below 6; ``broker_entry_metadata`` only for clients that announced
     support for it.
     """
-    body = pb.CommandMessage(
-        consumer_id=consumer_id, message_id=message_id(ledger_id, entry_id, partition=partition)
+    command = message_command(
+        consumer_id,
+        ledger_id,
+        entry_id,
+        partition=partition,
+        redelivery_count=redelivery_count,
+        ack_set=ack_set,
+        consumer_epoch=consumer_epoch,
     )
-    if redelivery_count:
-        body.redelivery_count = redelivery_count
-    if ack_set:
-        body.ack_set.extend(ack_set)
-    if consumer_epoch is not None:
-        body.consumer_epoch = consumer_epoch
-    command = pb.BaseCommand(type=pb.BaseCommand.MESSAGE, message=body)
     return frame.payload_frame_parts(
         command,
         entry,

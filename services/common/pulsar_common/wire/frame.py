@@ -39,13 +39,12 @@ MAGIC_BROKER_ENTRY_METADATA = 0x0E02
 # Anything the codec reads bytes from (collections.abc.Buffer needs Python 3.12).
 Buffer = bytes | bytearray | memoryview
 
+_U16 = struct.Struct(">H")
 _U32 = struct.Struct(">I")
 _SIZES = struct.Struct(">II")  # totalSize, commandSize
 _CHECKSUM_SECTION = struct.Struct(">HI")  # magic, crc32c
 _BEM_SECTION_HEAD = struct.Struct(">HI")  # magic, size
 
-_MAGIC_CHECKSUM_BYTES = (MAGIC_CHECKSUM >> 8, MAGIC_CHECKSUM & 0xFF)
-_MAGIC_BEM_BYTES = (MAGIC_BROKER_ENTRY_METADATA >> 8, MAGIC_BROKER_ENTRY_METADATA & 0xFF)
 
 # Each BaseCommand body lives in the field whose number equals the type value.
 _BODY_FIELD: dict[int, str] = {
@@ -71,6 +70,10 @@ class Frame:
     sent none; ``checksum_valid`` is False only when one was sent and does not
     match. ``broker_entry_metadata`` holds the raw BrokerEntryMetadata bytes
     when the frame had that section.
+
+    The views may point into the received chunk (no copy on the hot path):
+    take ``bytes(frame.entry)`` to keep an entry beyond handling the frame,
+    so a small entry does not pin a whole received chunk in memory.
     """
 
     command: pb.BaseCommand
@@ -195,7 +198,7 @@ def _peek_command_type(data: memoryview) -> int | None:
 
 def decode_frame(body: Buffer) -> Frame:
     """Decode one frame given the bytes after its totalSize field."""
-    view = memoryview(body).cast("B")
+    view = body if isinstance(body, memoryview) else memoryview(body)
     if len(view) < 4:
         raise errors.MalformedFrameError(f"frame of {len(view)} bytes has no command size")
     command_size = _U32.unpack_from(view, 0)[0]
@@ -214,7 +217,8 @@ def _decode_payload_sections(command: pb.BaseCommand, rest: memoryview) -> Frame
     size = len(rest)
     pos = 0
     bem: memoryview | None = None
-    if size >= 2 and (rest[0], rest[1]) == _MAGIC_BEM_BYTES:
+    magic = _U16.unpack_from(rest, 0)[0] if size >= 2 else 0
+    if magic == MAGIC_BROKER_ENTRY_METADATA:
         if size < 6:
             raise errors.MalformedFrameError("broker entry metadata section cut short")
         bem_size = _U32.unpack_from(rest, 2)[0]
@@ -222,14 +226,14 @@ def _decode_payload_sections(command: pb.BaseCommand, rest: memoryview) -> Frame
         if pos > size:
             raise errors.MalformedFrameError(f"broker entry metadata size {bem_size} too large")
         bem = rest[6:pos]
+        magic = _U16.unpack_from(rest, pos)[0] if size - pos >= 2 else 0
     crc: int | None = None
-    valid = True
-    if size - pos >= 2 and (rest[pos], rest[pos + 1]) == _MAGIC_CHECKSUM_BYTES:
+    if magic == MAGIC_CHECKSUM:
         if size - pos < 6:
             raise errors.MalformedFrameError("checksum section cut short")
         crc = _U32.unpack_from(rest, pos + 2)[0]
         pos += 6
-    entry = rest[pos:]
+    entry = rest[pos:] if pos else rest
     if len(entry) < 4:
         raise errors.MalformedFrameError("payload section has no metadata size")
     metadata_size = _U32.unpack_from(entry, 0)[0]
@@ -237,8 +241,7 @@ def _decode_payload_sections(command: pb.BaseCommand, rest: memoryview) -> Frame
         raise errors.MalformedFrameError(
             f"metadata size {metadata_size} exceeds the {len(entry) - 4} bytes that follow"
         )
-    if crc is not None:
-        valid = checksum(entry) == crc
+    valid = crc is None or _crc32c.crc32c(entry) == crc
     return Frame(command, entry.toreadonly(), crc, valid, None if bem is None else bem.toreadonly())
 
 
