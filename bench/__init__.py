@@ -1,0 +1,1 @@
+"""Benchmarks (not tests): `python -m bench [name ...]` runs every module here that has a `run(argv)`."""
