@@ -180,3 +180,36 @@ async def test_batches_from_official_client_unpack_with_every_compression(
             {"i": "2"},
         ]
         assert [m.metadata.sequence_id for m in messages] == [0, 1, 2]
+
+
+async def test_key_based_batches_carry_the_sticky_key_in_the_outer_metadata(fake_broker) -> None:
+    def produce() -> None:
+        client = _client(fake_broker)
+        try:
+            keyed = client.create_producer(
+                "persistent://public/default/keyed",
+                batching_enabled=True,
+                batching_type=pulsar.BatchingType.KeyBased,
+                batching_max_publish_delay_ms=60_000,
+            )
+            for i in range(3):
+                keyed.send_async(b"k%d" % i, None, partition_key="user-7")
+            keyed.flush()
+            plain = client.create_producer("persistent://public/default/keyed")
+            plain.send(b"z", partition_key="pk", ordering_key="ok-1", deliver_at=1234567)
+        finally:
+            client.close()
+
+    await asyncio.to_thread(produce)
+
+    assert fake_broker.errors == []
+    keyed_send, plain_send = fake_broker.sends()
+    keyed_metadata, keyed_messages = batch.read_messages(keyed_send.entry)
+    assert entry.message_count(keyed_metadata) == 3
+    assert entry.sticky_key(keyed_metadata) == b"user-7"
+    assert {m.metadata.partition_key for m in keyed_messages} == {"user-7"}
+    plain_metadata = entry.parse_entry_metadata(plain_send.entry)
+    assert plain_metadata.ordering_key == b"ok-1"
+    assert plain_metadata.partition_key == "pk"
+    assert entry.sticky_key(plain_metadata) == b"ok-1"
+    assert plain_metadata.deliver_at_time == 1234567
