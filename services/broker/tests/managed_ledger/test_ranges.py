@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from pulsar_broker.managed_ledger import api, layout, ranges
 
 P = api.Position
