@@ -1,0 +1,1 @@
+"""`pulsar-client`: produce and consume from the command line with the official client library."""

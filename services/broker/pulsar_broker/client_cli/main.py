@@ -1,0 +1,46 @@
+"""Entry point of `pulsar-client`: `produce` and `consume`, with Apache's option names."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+import pulsar
+
+from pulsar_broker.client_cli import connection, consume, errors, produce
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pulsar-client",
+        description="Produce messages to and consume messages from a Pulsar topic.")
+    parser.add_argument("--url", "--service-url", dest="service_url",
+                        default=connection.DEFAULT_SERVICE_URL,
+                        help="broker service URL, pulsar:// or http:// "
+                             f"(default {connection.DEFAULT_SERVICE_URL})")
+    parser.add_argument("--log-level", default="warn", choices=["debug", "info", "warn", "error"],
+                        help="level of the client library's log on stderr (default warn)")
+    commands = parser.add_subparsers(dest="command", metavar="<command>", required=True)
+    produce.add_arguments(commands.add_parser("produce", help="send messages to a topic"))
+    consume.add_arguments(commands.add_parser("consume", help="receive messages from a topic"))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    run = produce.run if args.command == "produce" else consume.run
+    try:
+        return run(args)
+    except errors.CliError as exc:
+        print(f"pulsar-client: error: {exc}", file=sys.stderr)
+        return 1
+    except pulsar.PulsarException as exc:
+        print(f"pulsar-client: {args.command} failed: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

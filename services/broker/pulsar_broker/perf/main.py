@@ -1,0 +1,37 @@
+"""Entry point of `pulsar-perf`: `produce` and `consume` load generators."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+import pulsar
+
+from pulsar_broker.perf import consume, produce
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pulsar-perf",
+        description="Load a Pulsar broker and report rates and latency percentiles.")
+    commands = parser.add_subparsers(dest="command", metavar="<command>", required=True)
+    produce.add_arguments(commands.add_parser(
+        "produce", help="publish messages; latency from send to broker receipt"))
+    consume.add_arguments(commands.add_parser(
+        "consume", help="receive messages; latency from publish to receive"))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    run = produce.run if args.command == "produce" else consume.run
+    try:
+        return run(args)
+    except pulsar.PulsarException as exc:
+        print(f"pulsar-perf: {args.command} failed: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
