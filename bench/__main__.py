@@ -1,7 +1,7 @@
 """Run the benchmarks: every module of this package that defines `run(argv: list[str]) -> None`.
 
-    python -m bench                 # all of them
-    python -m bench bookie_engine --seconds 3   # only the named ones; options go to each
+python -m bench                 # all of them
+python -m bench bookie_engine --seconds 3   # only the named ones; options go to each
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ import bench
 def main(argv: list[str]) -> int:
     split = next((i for i, a in enumerate(argv) if a.startswith("-")), len(argv))
     wanted, options = argv[:split], argv[split:]
-    names = sorted(m.name for m in pkgutil.iter_modules(bench.__path__) if not m.name.startswith("_"))
+    names = sorted(
+        m.name for m in pkgutil.iter_modules(bench.__path__) if not m.name.startswith("_")
+    )
     unknown = [w for w in wanted if w not in names]
     if unknown:
         print(f"unknown benchmarks {unknown}; available: {names}", file=sys.stderr)

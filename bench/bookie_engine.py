@@ -16,11 +16,11 @@ import dataclasses
 import os
 import pathlib
 import shutil
-import statistics
 import tempfile
 import time
 
 from pulsar_bookie import config as bookie_config
+from pulsar_bookie import types
 from pulsar_bookie.storage import engine
 
 KEY = b"bench"
@@ -49,7 +49,9 @@ class Result:
         return self.adds * self.size / self.seconds / 1e6
 
 
-def disk_fdatasync_bandwidth(directory: pathlib.Path, seconds: float, block: int = 1024 * 1024) -> float:
+def disk_fdatasync_bandwidth(
+    directory: pathlib.Path, seconds: float, block: int = 1024 * 1024
+) -> float:
     """MB/s of sequential `block`-sized writes, each followed by fdatasync."""
     path = directory / "disk-baseline"
     data = os.urandom(block)
@@ -89,7 +91,9 @@ async def _run_one(directory: pathlib.Path, size: int, sync: bool, seconds: floa
             started = clock()
             if started >= deadline:
                 return
-            await add(ledger, entry, entry - 1, payload, KEY)
+            await add(
+                types.LedgerId(ledger), types.EntryId(entry), types.EntryId(entry - 1), payload, KEY
+            )
             latencies.append(clock() - started)
             entry += per_ledger
 
@@ -101,14 +105,21 @@ async def _run_one(directory: pathlib.Path, size: int, sync: bool, seconds: floa
     await bookie.close()
     latencies.sort()
     return Result(
-        size, sync, len(latencies), elapsed,
-        latencies[len(latencies) // 2] * 1000, latencies[int(len(latencies) * 0.99)] * 1000, fsyncs,
+        size,
+        sync,
+        len(latencies),
+        elapsed,
+        latencies[len(latencies) // 2] * 1000,
+        latencies[int(len(latencies) * 0.99)] * 1000,
+        fsyncs,
     )
 
 
 def run(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench bookie_engine")
-    parser.add_argument("--dir", default=".", help="directory on the disk to measure (a temp dir is made in it)")
+    parser.add_argument(
+        "--dir", default=".", help="directory on the disk to measure (a temp dir is made in it)"
+    )
     parser.add_argument("--seconds", type=float, default=5.0, help="seconds per measurement")
     parser.add_argument("--no-uvloop", action="store_true")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
@@ -117,8 +128,10 @@ def run(argv: list[str]) -> None:
     try:
         disk = disk_fdatasync_bandwidth(base, min(args.seconds, 3.0))
         print(f"disk: sequential 1 MiB writes + fdatasync: {disk:.1f} MB/s  ({base})")
-        print(f"{'entry':>7} {'fsync':>5} {'adds/s':>9} {'MB/s':>7} {'p50 ms':>7} {'p99 ms':>7}"
-              f" {'adds/fsync':>10} {'of disk':>7}")
+        print(
+            f"{'entry':>7} {'fsync':>5} {'adds/s':>9} {'MB/s':>7} {'p50 ms':>7} {'p99 ms':>7}"
+            f" {'adds/fsync':>10} {'of disk':>7}"
+        )
         for size in (int(s) for s in args.sizes.split(",")):
             for sync in (True, False):
                 directory = base / f"{size}-{sync}"
@@ -135,7 +148,9 @@ def run(argv: list[str]) -> None:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def _run_loop(directory: pathlib.Path, size: int, sync: bool, seconds: float, use_uvloop: bool) -> Result:
+def _run_loop(
+    directory: pathlib.Path, size: int, sync: bool, seconds: float, use_uvloop: bool
+) -> Result:
     if use_uvloop:
         import uvloop
 

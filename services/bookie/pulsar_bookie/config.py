@@ -20,18 +20,26 @@ ENTRY_LOG_SIZE_LIMIT_MAX = 2**31 - 1
 class BookieConfig:
     # Identity and network (the server part uses these).
     bookiePort: int = config.setting("bookiePort", 3181, "Port the bookie serves on")
-    advertisedAddress: str = config.setting("advertisedAddress", "", "Host name the bookie registers")
+    advertisedAddress: str = config.setting(
+        "advertisedAddress", "", "Host name the bookie registers"
+    )
     bookieId: str = config.setting("bookieId", "", "Explicit bookie id (host:port when empty)")
 
     # Directories.
     journalDirectory: str = config.setting(
-        "journalDirectory", "data/bookkeeper/journal", "Journal directory (when journalDirectories is empty)"
+        "journalDirectory",
+        "data/bookkeeper/journal",
+        "Journal directory (when journalDirectories is empty)",
     )
     journalDirectories: tuple[str, ...] = config.setting(
-        "journalDirectories", (), "Comma-separated journal directories; ledgers are spread over them"
+        "journalDirectories",
+        (),
+        "Comma-separated journal directories; ledgers are spread over them",
     )
     ledgerDirectories: tuple[str, ...] = config.setting(
-        "ledgerDirectories", ("data/bookkeeper/ledgers",), "Comma-separated entry log and index directories"
+        "ledgerDirectories",
+        ("data/bookkeeper/ledgers",),
+        "Comma-separated entry log and index directories",
     )
 
     # Journal.
@@ -62,13 +70,17 @@ class BookieConfig:
         "entryLogSizeLimit", 1024 * MB, "Size after which a new entry log file is started (bytes)"
     )
     dbStorage_writeCacheMaxSizeMb: int = config.setting(
-        "dbStorage_writeCacheMaxSizeMb", 64, "Write cache size; half is filled while the other half flushes"
+        "dbStorage_writeCacheMaxSizeMb",
+        64,
+        "Write cache size; half is filled while the other half flushes",
     )
     dbStorage_readAheadCacheMaxSizeMb: int = config.setting(
         "dbStorage_readAheadCacheMaxSizeMb", 32, "Read cache size"
     )
     dbStorage_readAheadCacheBatchSize: int = config.setting(
-        "dbStorage_readAheadCacheBatchSize", 100, "Entries read ahead after a read from an entry log"
+        "dbStorage_readAheadCacheBatchSize",
+        100,
+        "Entries read ahead after a read from an entry log",
     )
     dbStorage_maxThrottleTimeMs: int = config.setting(
         "dbStorage_maxThrottleTimeMs", 10000, "Longest wait of an add for write cache space"
@@ -81,15 +93,21 @@ class BookieConfig:
     )
 
     # Garbage collection and compaction.
-    gcWaitTime: int = config.setting("gcWaitTime", 900000, "Milliseconds between garbage collections")
+    gcWaitTime: int = config.setting(
+        "gcWaitTime", 900000, "Milliseconds between garbage collections"
+    )
     minorCompactionThreshold: float = config.setting(
-        "minorCompactionThreshold", 0.2, "Entry logs with a live ratio below this are compacted (minor)"
+        "minorCompactionThreshold",
+        0.2,
+        "Entry logs with a live ratio below this are compacted (minor)",
     )
     minorCompactionInterval: int = config.setting(
         "minorCompactionInterval", 3600, "Seconds between minor compactions (0 disables)"
     )
     majorCompactionThreshold: float = config.setting(
-        "majorCompactionThreshold", 0.5, "Entry logs with a live ratio below this are compacted (major)"
+        "majorCompactionThreshold",
+        0.5,
+        "Entry logs with a live ratio below this are compacted (major)",
     )
     majorCompactionInterval: int = config.setting(
         "majorCompactionInterval", 86400, "Seconds between major compactions (0 disables)"
@@ -137,7 +155,9 @@ class BookieConfig:
             if getattr(self, key) <= 0:
                 problems.append(f"{key} must be positive")
         if self.journalMaxGroupWaitMSec < 0 or self.dbStorage_readAheadCacheMaxSizeMb < 0:
-            problems.append("journalMaxGroupWaitMSec and dbStorage_readAheadCacheMaxSizeMb must be >= 0")
+            problems.append(
+                "journalMaxGroupWaitMSec and dbStorage_readAheadCacheMaxSizeMb must be >= 0"
+            )
         if not 64 * 1024 <= self.entryLogSizeLimit <= ENTRY_LOG_SIZE_LIMIT_MAX:
             problems.append("entryLogSizeLimit must be between 64 KiB and 2 GiB")
         if problems:

@@ -108,7 +108,9 @@ def check_or_create(
         raise errors.CookieMismatchError(f"cookie missing (directory emptied or new): {missing}")
     cookies = set(found.values())
     if len(cookies) != 1:
-        raise errors.CookieMismatchError(f"directories belong to different bookies: {sorted(map(str, found))}")
+        raise errors.CookieMismatchError(
+            f"directories belong to different bookies: {sorted(map(str, found))}"
+        )
     cookie = cookies.pop()
     _verify(cookie, wanted, expected_instance_id)
     return cookie

@@ -108,10 +108,14 @@ class LedgerStorageEngine(api.LedgerStorage):
         self._usage: dict[int, dict[int, int]] = {}
         self._write_cache = write_cache.WriteCache(conf.write_cache_max_bytes)
         self._read_cache = read_cache.ReadCache(conf.read_cache_max_bytes)
-        self._logger = entry_log.EntryLogger([d / "current" for d in self._ledger_dirs], conf.entryLogSizeLimit)
+        self._logger = entry_log.EntryLogger(
+            [d / "current" for d in self._ledger_dirs], conf.entryLogSizeLimit
+        )
         self._index: index.LedgerIndex | None = None
         self._reader: entry_reader.EntryReader | None = None
-        self._flush_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="bookie-flush")
+        self._flush_thread = concurrent.futures.ThreadPoolExecutor(
+            1, thread_name_prefix="bookie-flush"
+        )
         self._read_threads = concurrent.futures.ThreadPoolExecutor(
             conf.numReadWorkerThreads, thread_name_prefix="bookie-read"
         )
@@ -154,13 +158,18 @@ class LedgerStorageEngine(api.LedgerStorage):
         )
         ledger_index = self._index = index.LedgerIndex(self._ledger_dirs[0] / "current" / "index")
         self._reader = entry_reader.EntryReader(
-            self._logger, ledger_index, self._read_cache, self.conf.dbStorage_readAheadCacheBatchSize
+            self._logger,
+            ledger_index,
+            self._read_cache,
+            self.conf.dbStorage_readAheadCacheBatchSize,
         )
         self._ledgers = ledger_index.load_ledgers()
         self._usage = ledger_index.load_log_usage()
         marks = ledger_index.load_marks()
         self._logger.start()
-        replayer = recovery.Replayer(self._ledgers, self._write_cache, self._replay_flush, ledger_index.delete_ledger)
+        replayer = recovery.Replayer(
+            self._ledgers, self._write_cache, self._replay_flush, ledger_index.delete_ledger
+        )
         for number, j in enumerate(self._journals):
             replayer.apply_all(j.replay(marks.get(number, journal.LogMark(0, 0))))
         self._dirty = replayer.touched
@@ -169,7 +178,11 @@ class LedgerStorageEngine(api.LedgerStorage):
     def _replay_flush(self) -> None:
         assert self._index is not None
         half = self._write_cache.swap()
-        snapshot = {ledger: self._ledgers[ledger].copy() for ledger in self._dirty if ledger in self._ledgers}
+        snapshot = {
+            ledger: self._ledgers[ledger].copy()
+            for ledger in self._dirty
+            if ledger in self._ledgers
+        }
         checkpoint.flush_half(self._logger, self._index, self._usage, half, snapshot, {})
         self._write_cache.flushed()
 
@@ -215,7 +228,9 @@ class LedgerStorageEngine(api.LedgerStorage):
         if info is None:
             info = self._ledgers[ledger_id] = index.LedgerInfo(master_key=master_key)
             self._dirty.add(ledger_id)
-            self._journal_for(ledger_id).append_nowait(records.master_key_record(ledger_id, master_key))
+            self._journal_for(ledger_id).append_nowait(
+                records.master_key_record(ledger_id, master_key)
+            )
         elif info.master_key != master_key:
             raise errors.UnauthorizedAccessError(f"wrong master key for ledger {ledger_id}")
         return info
@@ -230,7 +245,8 @@ class LedgerStorageEngine(api.LedgerStorage):
         *,
         recovery: bool = False,
     ) -> None:
-        self._check_running()
+        if self._state is not _State.RUNNING:
+            self._check_running()
         cache = self._write_cache
         if not cache.has_room(len(payload)):
             await self._wait_for_cache_room(len(payload))
@@ -238,15 +254,14 @@ class LedgerStorageEngine(api.LedgerStorage):
         if info.fenced and not recovery:
             raise errors.LedgerFencedError(f"ledger {ledger_id} is fenced")
         cache.put(ledger_id, entry_id, last_add_confirmed, payload)
-        if last_add_confirmed > info.last_add_confirmed:
-            info.last_add_confirmed = last_add_confirmed
-        if entry_id > info.last_entry_id:
-            info.last_entry_id = entry_id
+        info.last_add_confirmed = max(info.last_add_confirmed, last_add_confirmed)
+        info.last_entry_id = max(info.last_entry_id, entry_id)
         self._dirty.add(ledger_id)
         self._adds += 1
         if cache.active_full:
             self._flush_wanted.set()
-        await self._journal_for(ledger_id).append(
+        journals = self._journals
+        await journals[ledger_id % len(journals)].append(
             records.add_entry_record(ledger_id, entry_id, last_add_confirmed, payload)
         )
 
@@ -298,9 +313,13 @@ class LedgerStorageEngine(api.LedgerStorage):
             raise errors.NoSuchLedgerError(f"ledger {ledger_id} is not stored here")
         return info
 
-    async def read_entry(self, ledger_id: types.LedgerId, entry_id: types.EntryId) -> api.StoredEntry:
+    async def read_entry(
+        self, ledger_id: types.LedgerId, entry_id: types.EntryId
+    ) -> api.StoredEntry:
         self._info(ledger_id)
-        found = self._write_cache.get(ledger_id, entry_id) or self._read_cache.get(ledger_id, entry_id)
+        found = self._write_cache.get(ledger_id, entry_id) or self._read_cache.get(
+            ledger_id, entry_id
+        )
         if found is None:
             assert self._reader is not None
             found = await asyncio.get_running_loop().run_in_executor(
@@ -345,7 +364,11 @@ class LedgerStorageEngine(api.LedgerStorage):
         async with self._index_lock:
             mark_futures = [j.request_mark() for j in self._journals]
             half = self._write_cache.swap()
-            snapshot = {ledger: self._ledgers[ledger].copy() for ledger in self._dirty if ledger in self._ledgers}
+            snapshot = {
+                ledger: self._ledgers[ledger].copy()
+                for ledger in self._dirty
+                if ledger in self._ledgers
+            }
             self._dirty = set()
             self._cache_room.set()
             try:
@@ -357,7 +380,12 @@ class LedgerStorageEngine(api.LedgerStorage):
                 written = await asyncio.get_running_loop().run_in_executor(
                     self._flush_thread,
                     checkpoint.flush_half,
-                    self._logger, self._index, self._usage, half, snapshot, marks,
+                    self._logger,
+                    self._index,
+                    self._usage,
+                    half,
+                    snapshot,
+                    marks,
                 )
             except BaseException:
                 self._undo_swap(half, snapshot)
@@ -369,7 +397,9 @@ class LedgerStorageEngine(api.LedgerStorage):
             for n, j in enumerate(self._journals):
                 j.delete_files_before(marks[n].file_id)
 
-    def _undo_swap(self, half: write_cache.WriteCacheHalf, snapshot: dict[int, index.LedgerInfo]) -> None:
+    def _undo_swap(
+        self, half: write_cache.WriteCacheHalf, snapshot: dict[int, index.LedgerInfo]
+    ) -> None:
         """A failed flush puts its entries back so nothing is lost from the cache."""
         newer = self._write_cache.active
         self._write_cache.active = half
@@ -392,7 +422,12 @@ class LedgerStorageEngine(api.LedgerStorage):
             existing = frozenset(self._ledgers)
             assert self._index is not None
             result = await asyncio.get_running_loop().run_in_executor(
-                self._flush_thread, gc.collect, self._logger, self._index, self._usage, existing,
+                self._flush_thread,
+                gc.collect,
+                self._logger,
+                self._index,
+                self._usage,
+                existing,
                 compaction_threshold,
             )
         self._gc_runs += 1
@@ -401,10 +436,16 @@ class LedgerStorageEngine(api.LedgerStorage):
     def _due_threshold(self) -> float:
         now = time.monotonic()
         conf = self.conf
-        if conf.majorCompactionInterval > 0 and now - self._last_major >= conf.majorCompactionInterval:
+        if (
+            conf.majorCompactionInterval > 0
+            and now - self._last_major >= conf.majorCompactionInterval
+        ):
             self._last_major = self._last_minor = now
             return conf.majorCompactionThreshold
-        if conf.minorCompactionInterval > 0 and now - self._last_minor >= conf.minorCompactionInterval:
+        if (
+            conf.minorCompactionInterval > 0
+            and now - self._last_minor >= conf.minorCompactionInterval
+        ):
             self._last_minor = now
             return conf.minorCompactionThreshold
         return 0.0

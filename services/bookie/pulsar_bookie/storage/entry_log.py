@@ -46,7 +46,7 @@ class LogGoneError(Exception):
 
 
 class _ReadHandle:
-    __slots__ = ("fd", "refs", "doomed")
+    __slots__ = ("doomed", "fd", "refs")
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
@@ -102,7 +102,9 @@ class EntryLogger:
         self._write_fd, self.current_log_id, self._current_size = fd, log_id, FILE_HEADER.size
         journal.fsync_directory(path.parent)
 
-    def append(self, entries: list[tuple[int, int, int, bytes]]) -> tuple[list[Location], LedgerUsage]:
+    def append(
+        self, entries: list[tuple[int, int, int, bytes]]
+    ) -> tuple[list[Location], LedgerUsage]:
         """Append (ledger, entry, lac, payload) records; their locations and bytes per log and ledger.
 
         Data is written but not synced: call sync() before recording locations.

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Set
+from collections.abc import Set as AbstractSet
 
 from pulsar_bookie.storage import checkpoint, entry_log, index, records
 
@@ -27,7 +27,7 @@ class GcResult:
     reclaimed_bytes: int = 0
 
 
-def live_ratio(per_ledger: dict[int, int], existing: Set[int]) -> float:
+def live_ratio(per_ledger: dict[int, int], existing: AbstractSet[int]) -> float:
     total = sum(per_ledger.values())
     if total == 0:
         return 0.0
@@ -38,7 +38,7 @@ def collect(
     logger: entry_log.EntryLogger,
     ledger_index: index.LedgerIndex,
     usage: dict[int, dict[int, int]],
-    existing: Set[int],
+    existing: AbstractSet[int],
     compaction_threshold: float,
 ) -> GcResult:
     deleted: list[int] = []
@@ -70,7 +70,7 @@ def _compact(
     ledger_index: index.LedgerIndex,
     usage: dict[int, dict[int, int]],
     log_id: int,
-    existing: Set[int],
+    existing: AbstractSet[int],
 ) -> None:
     live: list[tuple[int, int, int, bytes]] = []
     for location, body in logger.scan(log_id):

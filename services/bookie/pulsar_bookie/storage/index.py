@@ -41,7 +41,10 @@ class LedgerInfo:
     last_entry_id: int = -1
 
     def pack(self) -> bytes:
-        return _LEDGER_VALUE.pack(self.fenced, self.last_add_confirmed, self.last_entry_id) + self.master_key
+        return (
+            _LEDGER_VALUE.pack(self.fenced, self.last_add_confirmed, self.last_entry_id)
+            + self.master_key
+        )
 
     @classmethod
     def unpack(cls, data: bytes) -> LedgerInfo:
@@ -108,7 +111,10 @@ class LedgerIndex:
         return {_LOG_KEY.unpack(k)[1]: _unpack_usage(v) for k, v in self._prefixed(b"M")}
 
     def load_marks(self) -> dict[int, journal.LogMark]:
-        return {_MARK_KEY.unpack(k)[1]: journal.LogMark(*_MARK_VALUE.unpack(v)) for k, v in self._prefixed(b"C")}
+        return {
+            _MARK_KEY.unpack(k)[1]: journal.LogMark(*_MARK_VALUE.unpack(v))
+            for k, v in self._prefixed(b"C")
+        }
 
     # ----- entry locations -----
 
@@ -116,7 +122,9 @@ class LedgerIndex:
         value = self._db.get(entry_key(ledger_id, entry_id))
         return None if value is None else entry_log.Location.unpack(value)
 
-    def locations_from(self, ledger_id: int, entry_id: int, limit: int) -> list[tuple[int, entry_log.Location]]:
+    def locations_from(
+        self, ledger_id: int, entry_id: int, limit: int
+    ) -> list[tuple[int, entry_log.Location]]:
         """Up to limit (entry id, location) of the ledger from entry_id on, in entry order."""
         found: list[tuple[int, entry_log.Location]] = []
         it = self._db.iter()

@@ -31,7 +31,7 @@ import os
 import pathlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 
 from pulsar_bookie import errors
 from pulsar_bookie.storage import records
@@ -136,10 +136,12 @@ class Journal:
             for _, body in records.scan(data, start, result):
                 yield records.decode_journal_body(body)
         if result.torn:
-            log.warning("journal %s: torn tail at %d of %d bytes, truncating", path, result.valid_end, size)
-            with open(path, "r+b") as f:
-                f.truncate(result.valid_end)
-                os.fsync(f.fileno())
+            log.warning(
+                "journal %s: torn tail at %d of %d bytes, truncating", path, result.valid_end, size
+            )
+            with open(path, "r+b") as torn:
+                torn.truncate(result.valid_end)
+                os.fsync(torn.fileno())
 
     # ----- life cycle -----
 
@@ -191,11 +193,15 @@ class Journal:
             self._wake.set()
         return future
 
-    async def append(self, record: bytes) -> None:
-        """Queue a record and wait until it is durable, waiting first for queue room."""
+    def append(self, record: bytes) -> Awaitable[object]:
+        """Queue a record; await the result to wait until it is durable (waits for queue room first)."""
         if self._queued >= self.settings.queue_size:
-            await self._wait_for_room()
-        await self.append_nowait(record)
+            return self._append_with_room(record)
+        return self.append_nowait(record)
+
+    async def _append_with_room(self, record: bytes) -> object:
+        await self._wait_for_room()
+        return await self.append_nowait(record)
 
     async def _wait_for_room(self) -> None:
         assert self._loop is not None
@@ -208,8 +214,12 @@ class Journal:
         """A future for the LogMark just after every record queued so far."""
         return self.append_nowait(b"")
 
-    def _complete(self, items: list[_Item], marks: list[tuple[asyncio.Future[object], LogMark]],
-                  failure: BaseException | None) -> None:
+    def _complete(
+        self,
+        items: list[_Item],
+        marks: list[tuple[asyncio.Future[object], LogMark]],
+        failure: BaseException | None,
+    ) -> None:
         for future, mark in marks:
             if not future.done():
                 future.set_result(mark)
@@ -219,7 +229,9 @@ class Journal:
             if failure is None:
                 future.set_result(None)
             else:
-                future.set_exception(errors.BookieUnavailableError(f"journal write failed: {failure}"))
+                future.set_exception(
+                    errors.BookieUnavailableError(f"journal write failed: {failure}")
+                )
         self._queued -= len(items)
         while self._room_waiters and self._queued < self.settings.queue_size:
             waiter = self._room_waiters.popleft()
@@ -249,8 +261,12 @@ class Journal:
                 return
             self._notify(items, marks, None)
 
-    def _notify(self, items: list[_Item], marks: list[tuple[asyncio.Future[object], LogMark]],
-                failure: BaseException | None) -> None:
+    def _notify(
+        self,
+        items: list[_Item],
+        marks: list[tuple[asyncio.Future[object], LogMark]],
+        failure: BaseException | None,
+    ) -> None:
         assert self._loop is not None
         with contextlib.suppress(RuntimeError):  # the loop was closed under us
             self._loop.call_soon_threadsafe(self._complete, items, marks, failure)
@@ -268,7 +284,11 @@ class Journal:
         size = 0
         deadline = queue[0][2] + settings.max_group_wait_s
         while True:
-            while queue and len(items) < settings.max_batch_records and size < settings.max_batch_bytes:
+            while (
+                queue
+                and len(items) < settings.max_batch_records
+                and size < settings.max_batch_bytes
+            ):
                 item = queue.popleft()
                 items.append(item)
                 size += len(item[0])

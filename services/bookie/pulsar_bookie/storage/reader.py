@@ -43,7 +43,9 @@ class EntryReader:
                 continue  # compacted away between lookup and read: look it up again
         raise errors.BookieError(f"entry {ledger_id}:{entry_id} keeps moving; giving up")
 
-    def _contiguous_run(self, ledger_id: int, entry_id: int) -> list[tuple[int, entry_log.Location]]:
+    def _contiguous_run(
+        self, ledger_id: int, entry_id: int
+    ) -> list[tuple[int, entry_log.Location]]:
         """The entry's location and those of following entries stored right after it."""
         found = self.index.locations_from(ledger_id, entry_id, self.read_ahead_entries)
         if not found or found[0][0] != entry_id:
@@ -62,7 +64,9 @@ class EntryReader:
             total += location.size
         return run
 
-    def _read_run(self, ledger_id: int, run: list[tuple[int, entry_log.Location]]) -> tuple[int, bytes]:
+    def _read_run(
+        self, ledger_id: int, run: list[tuple[int, entry_log.Location]]
+    ) -> tuple[int, bytes]:
         first = run[0][1]
         last = run[-1][1]
         data = self.logger.read(first.log_id, first.offset, last.offset + last.size - first.offset)

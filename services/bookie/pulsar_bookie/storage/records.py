@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import mmap
 import struct
 from collections.abc import Iterator
 
 import crc32c
+
+#: Anything records are read from: file contents in memory or a mapped file.
+Readable = bytes | memoryview | mmap.mmap
 
 HEADER = struct.Struct("<II")
 HEADER_SIZE = HEADER.size
@@ -77,7 +81,9 @@ def decode_journal_body(body: bytes) -> JournalRecord:
     kind = RecordType(body[0])
     if kind == RecordType.ADD_ENTRY:
         _, ledger, entry, lac = _TYPED_ENTRY_FIELDS.unpack_from(body)
-        return JournalRecord(kind, ledger, entry, lac, payload=bytes(body[_TYPED_ENTRY_FIELDS.size :]))
+        return JournalRecord(
+            kind, ledger, entry, lac, payload=bytes(body[_TYPED_ENTRY_FIELDS.size :])
+        )
     _, ledger = _LEDGER_FIELD.unpack_from(body)
     if kind == RecordType.MASTER_KEY:
         return JournalRecord(kind, ledger, master_key=bytes(body[_LEDGER_FIELD.size :]))
@@ -90,7 +96,7 @@ def decode_entry_body(body: bytes) -> tuple[int, int, int, bytes]:
     return ledger, entry, lac, bytes(body[ENTRY_FIELDS_SIZE:])
 
 
-def check_record(data: bytes | memoryview, offset: int = 0) -> bytes | None:
+def check_record(data: Readable, offset: int = 0) -> bytes | None:
     """The body of the record at offset if it is whole and its checksum holds, else None."""
     if len(data) - offset < HEADER_SIZE:
         return None
@@ -111,7 +117,7 @@ class ScanResult:
     torn: bool = False
 
 
-def scan(data: bytes | memoryview, start: int, result: ScanResult) -> Iterator[tuple[int, bytes]]:
+def scan(data: Readable, start: int, result: ScanResult) -> Iterator[tuple[int, bytes]]:
     """Yield (offset, body) of the valid records from start; result tells where they end."""
     offset = start
     result.valid_end = start

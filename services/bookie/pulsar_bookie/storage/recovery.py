@@ -51,7 +51,9 @@ class Replayer:
             info = self._info(record.ledger_id)
             if not self.cache.has_room(len(record.payload)):
                 self.flush()
-            self.cache.put(record.ledger_id, record.entry_id, record.last_add_confirmed, record.payload)
+            self.cache.put(
+                record.ledger_id, record.entry_id, record.last_add_confirmed, record.payload
+            )
             info.last_add_confirmed = max(info.last_add_confirmed, record.last_add_confirmed)
             info.last_entry_id = max(info.last_entry_id, record.entry_id)
         elif record.type == RecordType.MASTER_KEY:

@@ -38,15 +38,15 @@ def payload(seed: int, ledger_id: int, entry_id: int, max_size: int = 4096) -> b
 
 def stress_config(data_dir: pathlib.Path, **overrides: object) -> bookie_config.BookieConfig:
     """Small limits so flushes, journal rolls and entry log rolls happen within seconds."""
-    settings: dict[str, object] = dict(
-        journalDirectory=str(data_dir / "journal"),
-        ledgerDirectories=(str(data_dir / "ledgers"),),
-        dbStorage_writeCacheMaxSizeMb=1,
-        flushInterval=100,
-        journalMaxSizeMB=1,
-        entryLogSizeLimit=512 * 1024,
-        gcWaitTime=200,
-    )
+    settings: dict[str, object] = {
+        "journalDirectory": str(data_dir / "journal"),
+        "ledgerDirectories": (str(data_dir / "ledgers"),),
+        "dbStorage_writeCacheMaxSizeMb": 1,
+        "flushInterval": 100,
+        "journalMaxSizeMB": 1,
+        "entryLogSizeLimit": 512 * 1024,
+        "gcWaitTime": 200,
+    }
     settings.update(overrides)
     return bookie_config.BookieConfig(**settings)  # type: ignore[arg-type]
 
@@ -65,8 +65,11 @@ async def _write_ledger(
         try:
             data = payload(seed, ledger_id, entry_id)
             await bookie.add_entry(
-                types.LedgerId(ledger_id), types.EntryId(entry_id), types.EntryId(entry_id - 1),
-                data, MASTER_KEY,
+                types.LedgerId(ledger_id),
+                types.EntryId(entry_id),
+                types.EntryId(entry_id - 1),
+                data,
+                MASTER_KEY,
             )
             _report(f"ACK {ledger_id} {entry_id} {crc32c.crc32c(data)}")
         finally:
@@ -89,7 +92,12 @@ async def run(args: argparse.Namespace) -> None:
     ]
     fence_ledger = args.ledgers + 1
     await bookie.add_entry(
-        types.LedgerId(fence_ledger), types.EntryId(0), types.EntryId(-1), b"f", MASTER_KEY, recovery=True
+        types.LedgerId(fence_ledger),
+        types.EntryId(0),
+        types.EntryId(-1),
+        b"f",
+        MASTER_KEY,
+        recovery=True,
     )
     await bookie.fence_ledger(types.LedgerId(fence_ledger), MASTER_KEY)
     _report(f"FENCED {fence_ledger}")

@@ -22,7 +22,7 @@ CacheMap = dict[tuple[int, int], tuple[int, bytes]]
 
 
 class WriteCacheHalf:
-    __slots__ = ("entries", "size_bytes", "ledger_ids")
+    __slots__ = ("entries", "ledger_ids", "size_bytes")
 
     def __init__(self) -> None:
         self.entries: CacheMap = {}
@@ -69,7 +69,10 @@ class WriteCache:
     def has_room(self, payload_size: int) -> bool:
         """Whether the active half takes this entry (an empty half takes any single entry)."""
         active = self.active
-        return not active.entries or active.size_bytes + payload_size + ENTRY_OVERHEAD <= self.half_size_bytes
+        return (
+            not active.entries
+            or active.size_bytes + payload_size + ENTRY_OVERHEAD <= self.half_size_bytes
+        )
 
     @property
     def active_full(self) -> bool:

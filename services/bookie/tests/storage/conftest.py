@@ -6,7 +6,6 @@ import pathlib
 from collections.abc import AsyncIterator, Callable
 
 import pytest
-
 from pulsar_bookie import config as bookie_config
 from pulsar_bookie.storage import engine
 
@@ -18,13 +17,13 @@ MakeConf = Callable[..., bookie_config.BookieConfig]
 @pytest.fixture
 def make_conf(tmp_path: pathlib.Path) -> MakeConf:
     def make(**overrides: object) -> bookie_config.BookieConfig:
-        settings: dict[str, object] = dict(
-            journalDirectory=str(tmp_path / "journal"),
-            ledgerDirectories=(str(tmp_path / "ledgers"),),
-            dbStorage_writeCacheMaxSizeMb=4,
-            flushInterval=3600_000,
-            gcWaitTime=3600_000,
-        )
+        settings: dict[str, object] = {
+            "journalDirectory": str(tmp_path / "journal"),
+            "ledgerDirectories": (str(tmp_path / "ledgers"),),
+            "dbStorage_writeCacheMaxSizeMb": 4,
+            "flushInterval": 3600_000,
+            "gcWaitTime": 3600_000,
+        }
         settings.update(overrides)
         return bookie_config.BookieConfig(**settings)  # type: ignore[arg-type]
 

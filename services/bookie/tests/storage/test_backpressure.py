@@ -6,7 +6,6 @@ import asyncio
 import threading
 
 import pytest
-
 from pulsar_bookie import errors
 from pulsar_bookie.storage import engine
 
@@ -15,7 +14,9 @@ from .conftest import KEY, MakeConf
 MB = 1024 * 1024
 
 
-async def test_write_cache_stays_within_its_limit_under_a_stream_of_adds(make_conf: MakeConf) -> None:
+async def test_write_cache_stays_within_its_limit_under_a_stream_of_adds(
+    make_conf: MakeConf,
+) -> None:
     bookie = engine.LedgerStorageEngine(make_conf(dbStorage_writeCacheMaxSizeMb=1))
     await bookie.start()
     window = asyncio.Semaphore(64)
@@ -41,8 +42,12 @@ async def test_write_cache_stays_within_its_limit_under_a_stream_of_adds(make_co
     await bookie.close()
 
 
-async def test_adds_wait_for_a_slow_flush_and_give_up_after_the_throttle_time(make_conf: MakeConf) -> None:
-    bookie = engine.LedgerStorageEngine(make_conf(dbStorage_writeCacheMaxSizeMb=1, dbStorage_maxThrottleTimeMs=1500))
+async def test_adds_wait_for_a_slow_flush_and_give_up_after_the_throttle_time(
+    make_conf: MakeConf,
+) -> None:
+    bookie = engine.LedgerStorageEngine(
+        make_conf(dbStorage_writeCacheMaxSizeMb=1, dbStorage_maxThrottleTimeMs=1500)
+    )
     await bookie.start()
     disk_stuck = threading.Event()
     # White box: occupy the flush thread, as a stalled disk would.

@@ -17,7 +17,6 @@ import sys
 
 import crc32c
 import pytest
-
 from pulsar_bookie import errors
 from pulsar_bookie.storage import engine, stress
 
@@ -27,7 +26,15 @@ SEED = int(os.environ.get("PULSAR_CRASH_SEED", random.randrange(1 << 30)))
 def _run_and_kill(data_dir: pathlib.Path, seed: int, kill_after_acks: int) -> list[str]:
     """Start the driver, SIGKILL it after the given number of ACK lines; returns its output lines."""
     child = subprocess.Popen(
-        [sys.executable, "-m", "pulsar_bookie.storage.stress", "--data-dir", str(data_dir), "--seed", str(seed)],
+        [
+            sys.executable,
+            "-m",
+            "pulsar_bookie.storage.stress",
+            "--data-dir",
+            str(data_dir),
+            "--seed",
+            str(seed),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -49,7 +56,9 @@ def _run_and_kill(data_dir: pathlib.Path, seed: int, kill_after_acks: int) -> li
         if child.poll() is None:
             os.kill(child.pid, signal.SIGKILL)
         child.wait(30)
-    assert acks >= kill_after_acks, f"child ended early: {child.stderr.read().decode() if child.stderr else ''}"
+    assert acks >= kill_after_acks, (
+        f"child ended early: {child.stderr.read().decode() if child.stderr else ''}"
+    )
     return lines
 
 
@@ -62,8 +71,12 @@ async def _verify(data_dir: pathlib.Path, seed: int, lines: list[str]) -> None:
             try:
                 stored = await bookie.read_entry(ledger, entry)
             except errors.BookieError as exc:
-                raise AssertionError(f"seed {seed}: acknowledged {ledger}:{entry} lost: {exc!r}") from exc
-            assert stored.payload == stress.payload(seed, ledger, entry), f"seed {seed}: {ledger}:{entry} differs"
+                raise AssertionError(
+                    f"seed {seed}: acknowledged {ledger}:{entry} lost: {exc!r}"
+                ) from exc
+            assert stored.payload == stress.payload(seed, ledger, entry), (
+                f"seed {seed}: {ledger}:{entry} differs"
+            )
             assert crc32c.crc32c(stored.payload) == crc
             assert await bookie.last_entry_id(ledger) >= entry
         for line in lines:
@@ -79,7 +92,11 @@ async def _verify(data_dir: pathlib.Path, seed: int, lines: list[str]) -> None:
 @pytest.mark.parametrize("moment", ["early", "middle", "late"])
 async def test_acknowledged_adds_survive_sigkill(tmp_path: pathlib.Path, moment: str) -> None:
     rng = random.Random(f"{SEED}-{moment}")
-    kill_after = {"early": rng.randint(1, 200), "middle": rng.randint(500, 2000), "late": rng.randint(5000, 20000)}
+    kill_after = {
+        "early": rng.randint(1, 200),
+        "middle": rng.randint(500, 2000),
+        "late": rng.randint(5000, 20000),
+    }
     seed = rng.randrange(1 << 30)
     print(f"PULSAR_CRASH_SEED={SEED} seed={seed} kill_after={kill_after[moment]}")
     lines = _run_and_kill(tmp_path, seed, kill_after[moment])

@@ -11,8 +11,12 @@ from .conftest import KEY, MakeConf
 PAYLOAD = b"z" * 4000
 
 
-async def _add(bookie: engine.LedgerStorageEngine, ledger: int, first: int, count: int, payload: bytes) -> None:
-    await asyncio.gather(*(bookie.add_entry(ledger, e, e - 1, payload, KEY) for e in range(first, first + count)))
+async def _add(
+    bookie: engine.LedgerStorageEngine, ledger: int, first: int, count: int, payload: bytes
+) -> None:
+    await asyncio.gather(
+        *(bookie.add_entry(ledger, e, e - 1, payload, KEY) for e in range(first, first + count))
+    )
 
 
 async def test_entry_logs_of_deleted_ledgers_are_reclaimed(make_conf: MakeConf) -> None:

@@ -6,7 +6,6 @@ import asyncio
 import pathlib
 
 import pytest
-
 from pulsar_bookie import errors
 from pulsar_bookie.storage import engine, records
 
@@ -54,12 +53,21 @@ async def test_a_small_journal_queue_bounds_every_batch(make_conf: MakeConf) -> 
     await bookie.close()
 
 
-async def test_journal_files_before_the_checkpoint_are_deleted(make_conf: MakeConf, tmp_path: pathlib.Path) -> None:
-    bookie = engine.LedgerStorageEngine(make_conf(journalMaxSizeMB=1, dbStorage_writeCacheMaxSizeMb=64))
+async def test_journal_files_before_the_checkpoint_are_deleted(
+    make_conf: MakeConf, tmp_path: pathlib.Path
+) -> None:
+    bookie = engine.LedgerStorageEngine(
+        make_conf(journalMaxSizeMB=1, dbStorage_writeCacheMaxSizeMb=64)
+    )
     await bookie.start()
     payload = b"p" * 60_000
     for batch in range(4):
-        await asyncio.gather(*(bookie.add_entry(1, e, e - 1, payload, KEY) for e in range(batch * 20, batch * 20 + 20)))
+        await asyncio.gather(
+            *(
+                bookie.add_entry(1, e, e - 1, payload, KEY)
+                for e in range(batch * 20, batch * 20 + 20)
+            )
+        )
     assert len(journal_files(tmp_path)) >= 4
     await bookie.flush()
     assert len(journal_files(tmp_path)) == 1
@@ -67,7 +75,9 @@ async def test_journal_files_before_the_checkpoint_are_deleted(make_conf: MakeCo
     await bookie.close()
 
 
-async def _crash_with_entries(make_conf: MakeConf, tmp_path: pathlib.Path, count: int) -> pathlib.Path:
+async def _crash_with_entries(
+    make_conf: MakeConf, tmp_path: pathlib.Path, count: int
+) -> pathlib.Path:
     """Ten acknowledged adds only in the journal, then a simulated crash; returns the journal file."""
     bookie = engine.LedgerStorageEngine(make_conf())
     await bookie.start()
@@ -77,6 +87,22 @@ async def _crash_with_entries(make_conf: MakeConf, tmp_path: pathlib.Path, count
     await bookie.close()
     restore_crashed(tmp_path, frozen)
     return journal_files(tmp_path)[-1]
+
+
+def _truncate(path: pathlib.Path, size: int) -> None:
+    with open(path, "r+b") as f:
+        f.truncate(size)
+
+
+def _overwrite_tail(path: pathlib.Path, data: bytes) -> None:
+    with open(path, "r+b") as f:
+        f.seek(-len(data), 2)
+        f.write(data)
+
+
+def _append(path: pathlib.Path, data: bytes) -> None:
+    with open(path, "ab") as f:
+        f.write(data)
 
 
 async def _check_first_nine_survive(make_conf: MakeConf) -> None:
@@ -102,10 +128,8 @@ async def test_journal_cut_mid_record_is_truncated_and_earlier_entries_survive(
     make_conf: MakeConf, tmp_path: pathlib.Path
 ) -> None:
     path = await _crash_with_entries(make_conf, tmp_path, 10)
-    size = path.stat().st_size
     record_size = len(records.add_entry_record(1, 9, 8, bytes([9]) * 300))
-    with open(path, "r+b") as f:
-        f.truncate(size - record_size // 2)
+    _truncate(path, path.stat().st_size - record_size // 2)
     await _check_first_nine_survive(make_conf)
 
 
@@ -113,16 +137,15 @@ async def test_journal_with_corrupt_last_bytes_is_truncated_and_earlier_entries_
     make_conf: MakeConf, tmp_path: pathlib.Path
 ) -> None:
     path = await _crash_with_entries(make_conf, tmp_path, 10)
-    with open(path, "r+b") as f:
-        f.seek(-3, 2)
-        f.write(b"\xde\xad\xbe")
+    _overwrite_tail(path, b"\xde\xad\xbe")
     await _check_first_nine_survive(make_conf)
 
 
-async def test_zeroed_space_after_the_last_record_is_ignored(make_conf: MakeConf, tmp_path: pathlib.Path) -> None:
+async def test_zeroed_space_after_the_last_record_is_ignored(
+    make_conf: MakeConf, tmp_path: pathlib.Path
+) -> None:
     path = await _crash_with_entries(make_conf, tmp_path, 10)
-    with open(path, "ab") as f:
-        f.write(bytes(4096))
+    _append(path, bytes(4096))
     bookie = engine.LedgerStorageEngine(make_conf())
     await bookie.start()
     for e in range(10):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pathlib
 
 import pytest
-
 from pulsar_bookie import errors, types
 from pulsar_bookie.storage import engine
 
@@ -18,7 +17,9 @@ async def _reopen(make_conf: MakeConf) -> engine.LedgerStorageEngine:
     return bookie
 
 
-async def test_a_fenced_ledger_refuses_adds_except_recovery_adds(bookie: engine.LedgerStorageEngine) -> None:
+async def test_a_fenced_ledger_refuses_adds_except_recovery_adds(
+    bookie: engine.LedgerStorageEngine,
+) -> None:
     await bookie.add_entry(1, 0, -1, b"a", KEY)
     await bookie.add_entry(1, 1, 0, b"b", KEY)
     assert not await bookie.is_fenced(1)
@@ -30,7 +31,9 @@ async def test_a_fenced_ledger_refuses_adds_except_recovery_adds(bookie: engine.
     assert (await bookie.read_entry(1, 2)).payload == b"c"
 
 
-async def test_fencing_an_unknown_ledger_creates_it_fenced(bookie: engine.LedgerStorageEngine) -> None:
+async def test_fencing_an_unknown_ledger_creates_it_fenced(
+    bookie: engine.LedgerStorageEngine,
+) -> None:
     assert await bookie.fence_ledger(5, KEY) == types.INVALID_ENTRY_ID
     assert await bookie.is_fenced(5)
     assert await bookie.last_entry_id(5) == types.INVALID_ENTRY_ID
@@ -40,7 +43,9 @@ async def test_fencing_an_unknown_ledger_creates_it_fenced(bookie: engine.Ledger
         await bookie.is_fenced(6)
 
 
-async def test_fence_survives_a_crash_before_any_flush(make_conf: MakeConf, tmp_path: pathlib.Path) -> None:
+async def test_fence_survives_a_crash_before_any_flush(
+    make_conf: MakeConf, tmp_path: pathlib.Path
+) -> None:
     bookie = await _reopen(make_conf)
     await bookie.add_entry(1, 0, -1, b"a", KEY)
     await bookie.fence_ledger(1, KEY)
@@ -97,7 +102,9 @@ async def test_deleted_ledgers_are_gone_and_unlisted(bookie: engine.LedgerStorag
     assert await bookie.list_ledgers() == [1, 3]
 
 
-async def test_a_deletion_survives_a_crash_that_replays_the_adds(make_conf: MakeConf, tmp_path: pathlib.Path) -> None:
+async def test_a_deletion_survives_a_crash_that_replays_the_adds(
+    make_conf: MakeConf, tmp_path: pathlib.Path
+) -> None:
     bookie = await _reopen(make_conf)
     await bookie.add_entry(1, 0, -1, b"x", KEY)
     await bookie.add_entry(2, 0, -1, b"y", KEY)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
 from pulsar_bookie import errors, types
 from pulsar_bookie.storage import engine
 
@@ -20,7 +19,9 @@ async def _fill(bookie: engine.LedgerStorageEngine, ledger: int, count: int) -> 
     await asyncio.gather(*(bookie.add_entry(ledger, e, e - 1, body(e), KEY) for e in range(count)))
 
 
-async def test_unflushed_entries_are_read_from_the_write_cache(bookie: engine.LedgerStorageEngine) -> None:
+async def test_unflushed_entries_are_read_from_the_write_cache(
+    bookie: engine.LedgerStorageEngine,
+) -> None:
     await _fill(bookie, 1, 50)
     entry = await bookie.read_entry(1, 17)
     assert entry == engine.api.StoredEntry(1, 17, 16, body(17))
@@ -82,7 +83,9 @@ async def test_reads_across_many_entry_logs_after_restart(make_conf: MakeConf) -
     await bookie.close()
 
 
-async def test_unknown_ledger_and_unknown_entry_are_told_apart(bookie: engine.LedgerStorageEngine) -> None:
+async def test_unknown_ledger_and_unknown_entry_are_told_apart(
+    bookie: engine.LedgerStorageEngine,
+) -> None:
     with pytest.raises(errors.NoSuchLedgerError):
         await bookie.read_entry(9, 0)
     await _fill(bookie, 1, 3)
@@ -97,7 +100,9 @@ async def test_unknown_ledger_and_unknown_entry_are_told_apart(bookie: engine.Le
         await bookie.last_entry_id(9)
 
 
-async def test_lac_and_last_entry_follow_the_highest_seen(bookie: engine.LedgerStorageEngine) -> None:
+async def test_lac_and_last_entry_follow_the_highest_seen(
+    bookie: engine.LedgerStorageEngine,
+) -> None:
     await bookie.add_entry(1, 0, types.INVALID_ENTRY_ID, b"a", KEY)
     assert await bookie.read_last_add_confirmed(1) == types.INVALID_ENTRY_ID
     await bookie.add_entry(1, 2, 1, b"c", KEY)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-
 from pulsar_bookie.storage import records
 
 
@@ -16,7 +15,11 @@ def test_add_entry_record_round_trips(ledger: int, entry: int, lac: int, payload
     body = records.check_record(data)
     assert body is not None
     decoded = records.decode_journal_body(body)
-    assert (decoded.type, decoded.ledger_id, decoded.entry_id) == (records.RecordType.ADD_ENTRY, ledger, entry)
+    assert (decoded.type, decoded.ledger_id, decoded.entry_id) == (
+        records.RecordType.ADD_ENTRY,
+        ledger,
+        entry,
+    )
     assert (decoded.last_add_confirmed, decoded.payload) == (lac, payload)
 
 
