@@ -340,3 +340,13 @@ def test_ping_without_its_empty_body_is_tolerated() -> None:
 def test_decoder_limit_must_leave_room_for_the_sizes() -> None:
     with pytest.raises(ValueError, match="at least 8"):
         frame.FrameDecoder(max_frame_size=4)
+
+
+def test_malformed_frame_completed_across_chunks_raises_the_same_error() -> None:
+    bad = framed(u32(2) + b"\x08\x63")  # unknown command type, delivered in pieces
+    decoder = frame.FrameDecoder()
+    assert decoder.feed(bad[:3]) == []
+    assert decoder.buffered_bytes == 3
+    with pytest.raises(errors.UnknownCommandError):
+        decoder.feed(bytearray(bad[3:]))
+    assert decoder.buffered_bytes == 0
