@@ -1,0 +1,70 @@
+"""The broker's aiohttp application: every HTTP route, and errors shaped like Apache's.
+
+`create_app(service)` is what `pulsar standalone` serves on webServicePort.
+Each route module owns one area of the admin API and adds its routes here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from pulsar_common import errors as common_errors
+from pulsar_common import naming
+
+from pulsar_broker import errors
+from pulsar_broker.managed_ledger import errors as ml_errors
+from pulsar_broker.service.broker_service import BrokerService
+from pulsar_broker.web import (
+    brokers,
+    clusters,
+    http,
+    lookup,
+    metrics,
+    namespaces,
+    subscriptions,
+    tenants,
+    topics,
+)
+
+log = logging.getLogger(__name__)
+
+#: Largest request body accepted (policies, cluster data, message ids are small).
+CLIENT_MAX_SIZE_BYTES = 1024 * 1024
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@web.middleware
+async def apache_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Turn every failure into `{"reason": ...}` with the status Apache uses for it."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return http.error_json(exc.status, exc.reason)
+    except errors.BrokerError as exc:
+        return http.error_json(exc.http_status, str(exc))
+    except naming.InvalidTopicNameError as exc:
+        return http.error_json(412, str(exc))
+    except ml_errors.ManagedLedgerTerminatedError as exc:
+        return http.error_json(412, str(exc) or "Topic is terminated")
+    except (ml_errors.ManagedLedgerError, common_errors.PulsarError) as exc:
+        log.warning("%s %s failed: %r", request.method, request.path, exc)
+        return http.error_json(500, str(exc) or type(exc).__name__)
+    except Exception as exc:  # The admin API must answer, whatever broke inside.
+        log.exception("%s %s failed", request.method, request.path)
+        return http.error_json(500, str(exc) or type(exc).__name__)
+
+
+def create_app(service: BrokerService) -> web.Application:
+    """The HTTP application for one broker service (admin v2, lookup, health, metrics)."""
+    app = web.Application(middlewares=[apache_errors], client_max_size=CLIENT_MAX_SIZE_BYTES)
+    app[http.SERVICE] = service
+    for module in (clusters, tenants, namespaces, topics, subscriptions, lookup, brokers):
+        app.router.add_routes(module.routes)
+    metrics.install(app, service)
+    return app

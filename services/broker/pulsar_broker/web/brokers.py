@@ -1,0 +1,101 @@
+"""`/admin/v2/brokers/...`, `/status.html`: who the brokers are and whether this one is healthy.
+
+The health check writes one entry to a heartbeat topic in `pulsar/system`
+through the topic's real write path (managed ledger, bookie journal) and
+reads it back by position. Apache's does a full produce/consume round trip
+through a client; this one exercises the same storage path without a
+client connection. It answers "ok", or 500 with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import struct
+import time
+
+from aiohttp import web
+
+from pulsar_common import naming
+from pulsar_common.wire import pulsar_api_pb2 as pb
+
+from pulsar_broker import errors
+from pulsar_broker.service.broker_service import BrokerService
+from pulsar_broker.web import http, topic_access
+
+routes = web.RouteTableDef()
+
+HEARTBEAT_NAMESPACE = "pulsar/system"
+#: Longest a health check may take before it is reported as failed.
+HEALTH_CHECK_TIMEOUT_S = 30.0
+
+
+def heartbeat_topic(service: BrokerService) -> naming.TopicName:
+    broker = re.sub(r"[^-=.\w]", "_", service.broker_id)
+    return naming.TopicName.parse(f"persistent://{HEARTBEAT_NAMESPACE}/healthcheck-{broker}")
+
+
+def heartbeat_entry(producer_name: str, sequence_id: int, payload: bytes) -> bytes:
+    """One stored entry (metadataSize | MessageMetadata | payload), as a producer sends it."""
+    metadata = pb.MessageMetadata(producer_name=producer_name, sequence_id=sequence_id,
+                                  publish_time=int(time.time() * 1000))
+    raw = metadata.SerializeToString()
+    return struct.pack(">I", len(raw)) + raw + payload
+
+
+async def check_health(service: BrokerService) -> None:
+    await service.resources.list_clusters()
+    name = heartbeat_topic(service)
+    topic = await topic_access.create(service, name)
+    producer = topic.add_producer(f"health-check-{service.broker_id}", "web")
+    try:
+        payload = f"health-check-{time.time_ns()}".encode()
+        data = heartbeat_entry(producer.name, time.time_ns(), payload)
+        position = await topic.publish(producer, data, 1)
+        stored = await topic.ledger.read_entry(position)
+    finally:
+        topic.remove_producer(producer)
+    if bytes(stored.data) != data:
+        raise errors.BrokerError(f"heartbeat entry read back from {position} differs")
+
+
+@routes.get("/admin/v2/brokers/health")
+async def health(request: web.Request) -> web.Response:
+    try:
+        await asyncio.wait_for(check_health(http.service(request)), HEALTH_CHECK_TIMEOUT_S)
+    except TimeoutError as exc:
+        raise errors.BrokerError("Health check timed out") from exc
+    return web.Response(text="ok")
+
+
+@routes.get("/admin/v2/brokers/ready")
+async def ready(request: web.Request) -> web.Response:
+    await http.service(request).resources.list_clusters()
+    return web.Response(text="ok")
+
+
+@routes.get("/status.html")
+async def status(request: web.Request) -> web.Response:
+    return web.Response(text="OK")
+
+
+@routes.get("/admin/v2/brokers")
+async def active_brokers(request: web.Request) -> web.Response:
+    return http.ok_json([http.service(request).broker_id])
+
+
+@routes.get("/admin/v2/brokers/leaderBroker")
+async def leader_broker(request: web.Request) -> web.Response:
+    """A single broker leads itself (load manager leadership comes with multi-broker)."""
+    service = http.service(request)
+    return http.ok_json({"serviceUrl": service.web_service_url, "brokerId": service.broker_id})
+
+
+@routes.get("/admin/v2/brokers/{cluster}")
+async def brokers_of_cluster(request: web.Request) -> web.Response:
+    service = http.service(request)
+    cluster = http.check_name(request.match_info["cluster"], "Cluster")
+    if cluster not in await service.resources.list_clusters():
+        raise errors.NotFoundError("Cluster does not exist")
+    local = cluster == service.config.cluster_name
+    return http.ok_json([service.broker_id] if local else [])

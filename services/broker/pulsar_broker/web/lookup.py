@@ -1,0 +1,51 @@
+"""HTTP lookup for clients whose service URL is `http://host:8080`.
+
+`GET /lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}` answers which
+broker serves the topic (this one: a single broker owns every bundle). Like
+Apache's, it does not create the topic; it answers 404 only when the topic
+neither exists nor could be created by a producer or consumer (auto-creation
+off, or the namespace missing). The schema endpoint answers "no schema"
+(404) until the broker keeps schemas.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from pulsar_broker import errors
+from pulsar_broker.service.broker_service import BrokerService
+from pulsar_broker.web import http
+
+routes = web.RouteTableDef()
+
+
+def lookup_data(service: BrokerService) -> dict[str, Any]:
+    """Apache's LookupData; the C++ client insists brokerUrlTls is a string."""
+    return {
+        "brokerUrl": service.broker_service_url,
+        "brokerUrlTls": "",
+        "httpUrl": service.web_service_url,
+        "httpUrlTls": "",
+        "nativeUrl": service.broker_service_url,
+    }
+
+
+@routes.get("/lookup/v2/topic/" + http.DOMAINS + "/{tenant}/{namespace}/{topic}")
+async def lookup_topic(request: web.Request) -> web.Response:
+    name = http.topic_name(request)
+    service = http.service(request)
+    if not name.persistent:
+        raise errors.NotAllowedError("non-persistent topics are not supported yet")
+    await service.check_namespace(name.namespace_name)
+    if not await service.topic_exists(name) and not await service.may_create_topic(name):
+        raise errors.TopicNotFoundError("Topic not found")
+    return http.ok_json(lookup_data(service))
+
+
+@routes.get("/admin/v2/schemas/{tenant}/{namespace}/{topic}/schema")
+@routes.get("/admin/v2/schemas/{tenant}/{namespace}/{topic}/schema/{version}")
+async def get_schema(request: web.Request) -> web.Response:
+    http.topic_name(request)
+    raise errors.NotFoundError("Schema not found")

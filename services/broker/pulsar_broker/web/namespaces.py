@@ -1,0 +1,274 @@
+"""`/admin/v2/namespaces`: namespaces, their policies and the topics in them.
+
+Policies are stored as Apache's Policies JSON under /admin/policies/<t>/<ns>.
+The simple per-policy endpoints (retention, messageTTL, deduplication, ...)
+read or change one field of that record; an unset field answers 204 No
+Content, as Apache's JAX-RS resources do for a null value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+from pulsar_common import naming
+
+from pulsar_broker import errors, resources
+from pulsar_broker.web import http
+
+routes = web.RouteTableDef()
+
+NS = "/admin/v2/namespaces/{tenant}/{namespace}"
+
+TOPIC_TYPES = ("partitioned", "non-partitioned")
+COMPATIBILITY_STRATEGIES = (
+    "UNDEFINED", "ALWAYS_INCOMPATIBLE", "ALWAYS_COMPATIBLE", "BACKWARD", "FORWARD", "FULL",
+    "BACKWARD_TRANSITIVE", "FORWARD_TRANSITIVE", "FULL_TRANSITIVE",
+)
+BACKLOG_QUOTA_TYPES = ("destination_storage", "message_age")
+
+
+def initial_policies(body: Any, cluster: str) -> dict[str, Any]:
+    """Policies for a new namespace: defaults, overridden by what the request carries."""
+    if body is None:
+        body = {}
+    if not isinstance(body, dict):
+        raise errors.InvalidRequestError("Policies must be a JSON object")
+    bundles = body.get("bundles") or {}
+    count = int(bundles.get("numBundles") or resources.DEFAULT_BUNDLES)
+    if count <= 0:
+        raise errors.PreconditionFailedError("Invalid number of bundles")
+    policies = resources.default_policies(count)
+    policies.update({k: v for k, v in body.items() if k != "bundles"})
+    if bundles.get("boundaries"):
+        policies["bundles"] = {"boundaries": list(bundles["boundaries"]),
+                               "numBundles": len(bundles["boundaries"]) - 1}
+    if not policies.get("replication_clusters"):
+        policies["replication_clusters"] = [cluster]
+    return policies
+
+
+@routes.get("/admin/v2/namespaces/{tenant}")
+async def list_namespaces(request: web.Request) -> web.Response:
+    tenant = http.check_name(request.match_info["tenant"], "Tenant")
+    pulsar = http.service(request).resources
+    if not await pulsar.tenant_exists(tenant):
+        raise errors.NotFoundError("Tenant does not exist")
+    return http.ok_json(await pulsar.list_namespaces(tenant))
+
+
+@routes.put(NS)
+async def create_namespace(request: web.Request) -> web.Response:
+    ns = http.namespace_name(request)
+    service = http.service(request)
+    policies = initial_policies(await http.body_json(request), service.config.cluster_name)
+    await service.resources.create_namespace(ns, policies)
+    return http.no_content()
+
+
+@routes.get(NS)
+async def get_policies(request: web.Request) -> web.Response:
+    ns = http.namespace_name(request)
+    return http.ok_json(await http.service(request).resources.get_policies(ns))
+
+
+@routes.delete(NS)
+async def delete_namespace(request: web.Request) -> web.Response:
+    ns = http.namespace_name(request)
+    service = http.service(request)
+    force = http.query_flag(request, "force")
+    await service.check_namespace(ns)
+    topics = await service.topics_of_namespace(ns, "ALL")
+    partitioned = await service.resources.list_partitioned_topics(ns, "persistent")
+    if (topics or partitioned) and not force:
+        raise errors.ConflictError("Cannot delete non empty namespace")
+    for topic in topics:
+        try:
+            await service.delete_topic(naming.TopicName.parse(topic), force=True)
+        except errors.NotFoundError:
+            pass
+    await service.resources.delete_namespace(ns)
+    return http.no_content()
+
+
+@routes.get(NS + "/topics")
+async def namespace_topics(request: web.Request) -> web.Response:
+    ns = http.namespace_name(request)
+    service = http.service(request)
+    mode = request.query.get("mode", "PERSISTENT").upper()
+    if mode not in ("PERSISTENT", "NON_PERSISTENT", "ALL"):
+        raise errors.InvalidRequestError(f"Invalid mode {mode}")
+    await service.check_namespace(ns)
+    return http.ok_json(await service.topics_of_namespace(ns, mode))
+
+
+@routes.put(NS + "/unload")
+async def unload_namespace(request: web.Request) -> web.Response:
+    ns = http.namespace_name(request)
+    service = http.service(request)
+    await service.check_namespace(ns)
+    for topic in service.loaded_topics:
+        if topic.name.namespace_name == ns:
+            await service.unload_topic(topic.name)
+    return http.no_content()
+
+
+# One field of the Policies record per endpoint.
+
+async def _update_policies(request: web.Request,
+                           change: Callable[[dict[str, Any]], None]) -> web.Response:
+    ns = http.namespace_name(request)
+    pulsar = http.service(request).resources
+    policies = await pulsar.get_policies(ns)
+    change(policies)
+    await pulsar.set_policies(ns, policies)
+    return http.no_content()
+
+
+async def _policy_value(request: web.Request, field: str) -> web.Response:
+    ns = http.namespace_name(request)
+    value = (await http.service(request).resources.get_policies(ns)).get(field)
+    return http.no_content() if value is None else http.ok_json(value)
+
+
+def _simple_policy(path: str, field: str, check: Callable[[Any], Any],
+                   methods: tuple[str, ...] = ("POST",)) -> None:
+    """GET, set (POST and/or PUT) and DELETE of one Policies field."""
+
+    async def get_value(request: web.Request) -> web.Response:
+        return await _policy_value(request, field)
+
+    async def set_value(request: web.Request) -> web.Response:
+        value = check(await http.body_json(request))
+        return await _update_policies(request, lambda p: p.__setitem__(field, value))
+
+    async def remove_value(request: web.Request) -> web.Response:
+        return await _update_policies(request, lambda p: p.__setitem__(field, None))
+
+    routes.get(NS + path)(get_value)
+    for method in methods:
+        routes.route(method, NS + path)(set_value)
+    routes.delete(NS + path)(remove_value)
+
+
+def _retention(body: Any) -> dict[str, int]:
+    if not isinstance(body, dict):
+        raise errors.InvalidRequestError("Retention policies must be a JSON object")
+    try:
+        minutes = int(body.get("retentionTimeInMinutes", 0))
+        size_mb = int(body.get("retentionSizeInMB", 0))
+    except (TypeError, ValueError) as exc:
+        raise errors.InvalidRequestError("Retention values must be integers") from exc
+    if minutes < -1 or size_mb < -1:
+        raise errors.PreconditionFailedError("Retention values must be -1 (infinite) or more")
+    return {"retentionTimeInMinutes": minutes, "retentionSizeInMB": size_mb}
+
+
+def _non_negative_int(body: Any) -> int:
+    if isinstance(body, bool) or not isinstance(body, int) or body < 0:
+        raise errors.PreconditionFailedError("Invalid value: must be a non-negative integer")
+    return body
+
+
+def _boolean(body: Any) -> bool:
+    if not isinstance(body, bool):
+        raise errors.InvalidRequestError("Value must be true or false")
+    return body
+
+
+def _auto_topic_creation(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict) or not isinstance(body.get("allowAutoTopicCreation"), bool):
+        raise errors.InvalidRequestError("Invalid configuration for autoTopicCreationOverride")
+    topic_type = body.get("topicType", "non-partitioned")
+    if topic_type not in TOPIC_TYPES:
+        raise errors.InvalidRequestError(
+            f"Invalid configuration for autoTopicCreationOverride: unknown topicType {topic_type}")
+    override: dict[str, Any] = {"allowAutoTopicCreation": body["allowAutoTopicCreation"],
+                                "topicType": topic_type}
+    if topic_type == "partitioned":
+        partitions = body.get("defaultNumPartitions")
+        if not isinstance(partitions, int) or partitions <= 0:
+            raise errors.InvalidRequestError(
+                "Invalid configuration for autoTopicCreationOverride: "
+                "defaultNumPartitions must be positive for partitioned topics")
+        override["defaultNumPartitions"] = partitions
+    return override
+
+
+def _compatibility(body: Any) -> str:
+    if not isinstance(body, str) or body.upper() not in COMPATIBILITY_STRATEGIES:
+        raise errors.InvalidRequestError(f"Invalid schema compatibility strategy {body!r}")
+    return body.upper()
+
+
+def _clusters(body: Any) -> list[str]:
+    if not isinstance(body, list) or not all(isinstance(c, str) for c in body):
+        raise errors.InvalidRequestError("Replication clusters must be a list of names")
+    return body
+
+
+_simple_policy("/retention", "retention_policies", _retention)
+_simple_policy("/messageTTL", "message_ttl_in_seconds", _non_negative_int)
+_simple_policy("/deduplication", "deduplicationEnabled", _boolean)
+_simple_policy("/autoTopicCreation", "autoTopicCreationOverride", _auto_topic_creation)
+_simple_policy("/schemaCompatibilityStrategy", "schema_compatibility_strategy", _compatibility,
+               ("PUT", "POST"))
+
+
+@routes.get(NS + "/replication")
+async def get_replication(request: web.Request) -> web.Response:
+    ns = http.namespace_name(request)
+    policies = await http.service(request).resources.get_policies(ns)
+    return http.ok_json(policies.get("replication_clusters") or [])
+
+
+@routes.post(NS + "/replication")
+async def set_replication(request: web.Request) -> web.Response:
+    clusters = _clusters(await http.body_json(request))
+    known = set(await http.service(request).resources.list_clusters())
+    if any(c not in known for c in clusters):
+        raise errors.PreconditionFailedError("Invalid cluster id")
+    return await _update_policies(request, lambda p: p.__setitem__("replication_clusters", clusters))
+
+
+@routes.get(NS + "/backlogQuotaMap")
+async def get_backlog_quota_map(request: web.Request) -> web.Response:
+    ns = http.namespace_name(request)
+    policies = await http.service(request).resources.get_policies(ns)
+    return http.ok_json(policies.get("backlog_quota_map") or {})
+
+
+def _quota_type(request: web.Request) -> str:
+    quota_type = request.query.get("backlogQuotaType", "destination_storage")
+    if quota_type not in BACKLOG_QUOTA_TYPES:
+        raise errors.InvalidRequestError(f"Invalid backlogQuotaType {quota_type}")
+    return quota_type
+
+
+@routes.post(NS + "/backlogQuota")
+async def set_backlog_quota(request: web.Request) -> web.Response:
+    quota_type = _quota_type(request)
+    body = await http.body_json(request)
+    if not isinstance(body, dict):
+        raise errors.InvalidRequestError("Backlog quota must be a JSON object")
+    quota = {"limitSize": int(body.get("limitSize", body.get("limit", -1))),
+             "limitTime": int(body.get("limitTime", -1)),
+             "policy": body.get("policy", "producer_request_hold")}
+
+    def change(policies: dict[str, Any]) -> None:
+        policies.setdefault("backlog_quota_map", {})
+        policies["backlog_quota_map"] = {**(policies["backlog_quota_map"] or {}), quota_type: quota}
+
+    return await _update_policies(request, change)
+
+
+@routes.delete(NS + "/backlogQuota")
+async def remove_backlog_quota(request: web.Request) -> web.Response:
+    quota_type = _quota_type(request)
+
+    def change(policies: dict[str, Any]) -> None:
+        (policies.get("backlog_quota_map") or {}).pop(quota_type, None)
+
+    return await _update_policies(request, change)

@@ -1,0 +1,93 @@
+"""Peeking at a subscription's backlog: the nth unacknowledged entry as an HTTP response.
+
+Like Apache, the body is the entry's payload, decompressed; for a batch it is
+the whole batch payload (`size | SingleMessageMetadata | bytes` records) and
+the `X-Pulsar-num-batch-message` header tells admin clients to split it (our
+`pulsar-admin topics peek-messages` does, with pulsar_common.wire.batch).
+The message metadata travels in `X-Pulsar-*` headers.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+
+from aiohttp import web
+
+from pulsar_common.wire import compression
+from pulsar_common.wire import pulsar_api_pb2 as pb
+from pulsar_common.wire import entry as wire_entry
+
+from pulsar_broker import errors
+from pulsar_broker.managed_ledger import api as ml
+
+#: Entries read per step while walking the backlog to the nth unacknowledged one.
+PEEK_READ_BATCH = 100
+
+
+async def nth_unacknowledged(ledger: ml.ManagedLedger, cursor: ml.ManagedCursor,
+                             nth: int) -> ml.Entry:
+    """The nth (1-based) entry after the mark-delete position that is not acknowledged."""
+    reader = ledger.new_non_durable_cursor(cursor.mark_delete_position, name=None)
+    try:
+        seen = 0
+        while True:
+            entries = await reader.read_entries(PEEK_READ_BATCH)
+            if not entries:
+                raise errors.NotFoundError("Message not found")
+            for entry in entries:
+                if cursor.is_acknowledged(entry.position):
+                    continue
+                seen += 1
+                if seen == nth:
+                    return entry
+    finally:
+        await reader.close()
+
+
+def format_time_ms(ms: int) -> str:
+    """Apache's header time format: ISO 8601 in UTC with milliseconds."""
+    moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def _header_text(value: str) -> str:
+    return value.replace("\r", " ").replace("\n", " ")
+
+
+def metadata_headers(position: ml.Position, metadata: pb.MessageMetadata) -> dict[str, str]:
+    headers = {"X-Pulsar-Message-ID": str(position)}
+    properties = {kv.key: kv.value for kv in metadata.properties}
+    for key, value in properties.items():
+        headers[f"X-Pulsar-PROPERTY-{_header_text(key)}"] = _header_text(value)
+    if properties:
+        headers["X-Pulsar-PROPERTY"] = _header_text(json.dumps(properties))
+    headers["X-Pulsar-publish-time"] = format_time_ms(metadata.publish_time)
+    if metadata.HasField("event_time") and metadata.event_time:
+        headers["X-Pulsar-event-time"] = format_time_ms(metadata.event_time)
+    if metadata.HasField("deliver_at_time"):
+        headers["X-Pulsar-deliver-at-time"] = format_time_ms(metadata.deliver_at_time)
+    if wire_entry.is_batch(metadata):
+        headers["X-Pulsar-num-batch-message"] = str(metadata.num_messages_in_batch)
+        headers["X-Pulsar-batch-size"] = str(metadata.num_messages_in_batch)
+    if metadata.HasField("null_value"):
+        headers["X-Pulsar-null-value"] = str(metadata.null_value).lower()
+    headers["X-Pulsar-producer-name"] = _header_text(metadata.producer_name)
+    headers["X-Pulsar-sequence-id"] = str(metadata.sequence_id)
+    if metadata.HasField("partition_key"):
+        headers["X-Pulsar-partition-key"] = _header_text(metadata.partition_key)
+    headers["X-Pulsar-compression"] = pb.CompressionType.Name(metadata.compression)
+    headers["X-Pulsar-uncompressed-size"] = str(metadata.uncompressed_size)
+    headers["X-Pulsar-Is-Encrypted"] = str(len(metadata.encryption_keys) > 0).lower()
+    return headers
+
+
+def entry_response(entry: ml.Entry) -> web.Response:
+    metadata = wire_entry.parse_entry_metadata(entry.data)
+    raw = wire_entry.entry_payload(entry.data)
+    if len(metadata.encryption_keys) > 0:
+        body = bytes(raw)  # Only its consumers can decrypt it.
+    else:
+        body = compression.decompress(metadata.compression, raw, metadata.uncompressed_size)
+    return web.Response(body=body, headers=metadata_headers(entry.position, metadata),
+                        content_type="application/octet-stream")

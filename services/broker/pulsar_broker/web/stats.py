@@ -1,0 +1,64 @@
+"""Topic stats as Apache renders them, and their sum over the partitions of a topic.
+
+The topic's own `stats()` gives the per-topic view; this module adds the
+topic-level out counters Apache reports (the sum over subscriptions) and
+builds PartitionedTopicStats: the partitions' numbers added up, publishers
+listed together, subscriptions merged by name, plus `metadata.partitions`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pulsar_broker.topics.persistent_topic import PersistentTopic
+
+#: Fields of a subscription that are not numbers to add up.
+_SUBSCRIPTION_KEEP_FIRST = ("type", "isDurable", "isReplicated")
+
+
+def topic_stats(topic: PersistentTopic) -> dict[str, Any]:
+    result = topic.stats()
+    subscriptions = result.get("subscriptions", {}).values()
+    result.setdefault("msgOutCounter", sum(s.get("msgOutCounter", 0) for s in subscriptions))
+    result.setdefault("bytesOutCounter", sum(s.get("bytesOutCounter", 0) for s in subscriptions))
+    result.setdefault("msgRateOut", sum(s.get("msgRateOut", 0.0) for s in subscriptions))
+    result.setdefault("msgThroughputOut",
+                      sum(s.get("msgThroughputOut", 0.0) for s in subscriptions))
+    return result
+
+
+def _add_numbers(total: dict[str, Any], part: dict[str, Any]) -> None:
+    for key, value in part.items():
+        if isinstance(value, bool):
+            total.setdefault(key, value)
+        elif isinstance(value, (int, float)):
+            total[key] = total.get(key, 0) + value
+        elif isinstance(value, list):
+            total[key] = total.get(key, []) + value
+        elif key not in total:
+            total[key] = value
+
+
+def _merge_subscriptions(all_subscriptions: Iterable[dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    merged: dict[str, dict[str, Any]] = {}
+    for subscriptions in all_subscriptions:
+        for name, sub in subscriptions.items():
+            target = merged.setdefault(name, {k: sub[k] for k in _SUBSCRIPTION_KEEP_FIRST if k in sub})
+            _add_numbers(target, {k: v for k, v in sub.items() if k not in _SUBSCRIPTION_KEEP_FIRST})
+    return merged
+
+
+def partitioned_stats(partitions: int, topics: list[PersistentTopic],
+                      per_partition: bool) -> dict[str, Any]:
+    each = {str(t.name): topic_stats(t) for t in topics}
+    total: dict[str, Any] = {}
+    for part in each.values():
+        _add_numbers(total, {k: v for k, v in part.items() if k != "subscriptions"})
+    total["averageMsgSize"] = (total["bytesInCounter"] / total["msgInCounter"]
+                               if total.get("msgInCounter") else 0.0)
+    total["subscriptions"] = _merge_subscriptions(p.get("subscriptions", {}) for p in each.values())
+    total.setdefault("publishers", [])
+    total["metadata"] = {"partitions": partitions}
+    total["partitions"] = each if per_partition else {}
+    return total

@@ -1,0 +1,190 @@
+"""`.../{topic}/subscriptions` and `.../{topic}/subscription/{subscription}/...`.
+
+Create and delete subscriptions, skip and clear backlogs, expire old messages
+and reset cursors by time or message id. On a partitioned topic, creating,
+deleting, clearing, expiring and resetting by time apply to every partition,
+as Apache does; skipping a count and peeking are per partition only.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from aiohttp import web
+
+from pulsar_broker import errors
+from pulsar_broker.managed_ledger import api as ml
+from pulsar_broker.subscriptions.subscription import Subscription
+from pulsar_broker.topics import entry_info
+from pulsar_broker.topics.persistent_topic import PersistentTopic
+from pulsar_broker.web import http, peek, topic_access
+
+routes = web.RouteTableDef()
+
+TOPIC = "/admin/v2/" + http.DOMAINS + "/{tenant}/{namespace}/{topic}"
+SUB = TOPIC + "/subscription/{subscription}"
+
+_INT64_MAX = 2**63 - 1
+
+
+def position_from_json(body: Any, default: ml.Position) -> ml.Position:
+    """A MessageId JSON ({"ledgerId", "entryId", ...}) as a position; earliest/latest sentinels."""
+    if body is None:
+        return default
+    if not isinstance(body, dict):
+        raise errors.InvalidRequestError("Message id must be a JSON object")
+    try:
+        ledger_id = int(body["ledgerId"])
+        entry_id = int(body["entryId"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise errors.InvalidRequestError("Message id needs integer ledgerId and entryId") from exc
+    if ledger_id < 0:
+        return ml.EARLIEST
+    if ledger_id >= _INT64_MAX:
+        return ml.LATEST
+    return ml.Position(ledger_id, entry_id)
+
+
+def subscription_of(topic: PersistentTopic, name: str) -> Subscription:
+    subscription = topic.subscriptions.get(name)
+    if subscription is None:
+        raise errors.NotFoundError("Subscription not found")
+    return subscription
+
+
+async def _subscriptions(request: web.Request) -> list[Subscription]:
+    """The named subscription on the topic, or on each partition that has it."""
+    name = http.topic_name(request)
+    service = http.service(request)
+    sub_name = request.match_info["subscription"]
+    topics = await topic_access.fan_out(service, name)
+    found = [t.subscriptions[sub_name] for t in topics if sub_name in t.subscriptions]
+    if not found:
+        raise errors.NotFoundError("Subscription not found")
+    return found
+
+
+async def _single_subscription(request: web.Request, what: str) -> Subscription:
+    name = http.topic_name(request)
+    service = http.service(request)
+    await topic_access.refuse_partitioned(service, name, what)
+    topic = await topic_access.existing(service, name)
+    return subscription_of(topic, request.match_info["subscription"])
+
+
+@routes.get(TOPIC + "/subscriptions")
+async def list_subscriptions(request: web.Request) -> web.Response:
+    topics = await topic_access.fan_out(http.service(request), http.topic_name(request))
+    names = sorted({name for topic in topics for name in topic.subscriptions})
+    return http.ok_json(names)
+
+
+@routes.put(SUB)
+async def create_subscription(request: web.Request) -> web.Response:
+    name = http.topic_name(request)
+    service = http.service(request)
+    sub_name = request.match_info["subscription"]
+    position = position_from_json(await http.body_json(request), ml.LATEST)
+    topic_access.check_persistent(name)
+    if await topic_access.partitions_of(service, name) > 0:
+        topics = await topic_access.fan_out(service, name, create_partitions=True)
+    else:
+        topic = await service.get_topic(name, create=True)
+        if topic is None:
+            raise errors.TopicNotFoundError("Topic not found")
+        topics = [topic]
+    if any(sub_name in t.subscriptions for t in topics):
+        raise errors.ConflictError("Subscription already exists for topic")
+    for topic in topics:
+        await topic.create_subscription(sub_name, position)
+    return http.no_content()
+
+
+@routes.delete(SUB)
+async def delete_subscription(request: web.Request) -> web.Response:
+    name = http.topic_name(request)
+    sub_name = request.match_info["subscription"]
+    force = http.query_flag(request, "force")
+    topics = await topic_access.fan_out(http.service(request), name)
+    owners = [t for t in topics if sub_name in t.subscriptions]
+    if not owners:
+        raise errors.NotFoundError("Subscription not found")
+    for topic in owners:
+        await topic.unsubscribe(sub_name, force)
+    return http.no_content()
+
+
+@routes.post(SUB + "/skip/{count}")
+async def skip_messages(request: web.Request) -> web.Response:
+    count = http.path_int(request, "count")
+    if count <= 0:
+        raise errors.PreconditionFailedError("Number of messages to skip must be positive")
+    subscription = await _single_subscription(request, "Skip messages")
+    await subscription.cursor.skip_entries(count)
+    subscription.new_entries()
+    return http.no_content()
+
+
+@routes.post(SUB + "/skip_all")
+async def clear_backlog(request: web.Request) -> web.Response:
+    for subscription in await _subscriptions(request):
+        await subscription.cursor.clear_backlog()
+    return http.no_content()
+
+
+@routes.post(SUB + "/expireMessages/{seconds}")
+async def expire_messages(request: web.Request) -> web.Response:
+    """Acknowledge every message published more than `seconds` ago."""
+    seconds = http.path_int(request, "seconds")
+    cutoff_ms = int(time.time() * 1000) - seconds * 1000
+    for subscription in await _subscriptions(request):
+        cursor = subscription.cursor
+        found = await cursor.find_newest_matching(
+            lambda e: entry_info.entry_info(e.data).publish_time_ms <= cutoff_ms)
+        if found is not None and found > cursor.mark_delete_position:
+            await cursor.mark_delete(found)
+    return http.no_content()
+
+
+@routes.post(SUB + "/resetcursor/{timestamp}")
+async def reset_cursor_to_time(request: web.Request) -> web.Response:
+    """Redeliver from the first message published at or after timestamp (ms)."""
+    timestamp = http.path_int(request, "timestamp")
+    for subscription in await _subscriptions(request):
+        found = await subscription.cursor.find_newest_matching(
+            lambda e: entry_info.entry_info(e.data).publish_time_ms < timestamp)
+        target = ml.EARLIEST if found is None else ml.Position(found.ledger_id, found.entry_id + 1)
+        await subscription.reset_cursor(target)
+    return http.no_content()
+
+
+@routes.post(SUB + "/resetcursor")
+async def reset_cursor_to_id(request: web.Request) -> web.Response:
+    body = await http.body_json(request)
+    position = position_from_json(body, ml.EARLIEST)
+    if http.query_flag(request, "isExcluded") and position not in (ml.EARLIEST, ml.LATEST):
+        position = ml.Position(position.ledger_id, position.entry_id + 1)
+    name = http.topic_name(request)
+    service = http.service(request)
+    partition = int(body.get("partitionIndex", -1)) if isinstance(body, dict) else -1
+    if partition >= 0 and await topic_access.partitions_of(service, name) > 0:
+        name = name.partition(partition)
+    await topic_access.refuse_partitioned(service, name, "Reset cursor by message id")
+    topic = await topic_access.existing(service, name)
+    await subscription_of(topic, request.match_info["subscription"]).reset_cursor(position)
+    return http.no_content()
+
+
+@routes.get(SUB + "/position/{position}")
+async def peek_nth_message(request: web.Request) -> web.Response:
+    nth = http.path_int(request, "position")
+    if nth <= 0:
+        raise errors.PreconditionFailedError("Message position must be 1 or more")
+    name = http.topic_name(request)
+    service = http.service(request)
+    await topic_access.refuse_partitioned(service, name, "Peek messages")
+    topic = await topic_access.existing(service, name)
+    subscription = subscription_of(topic, request.match_info["subscription"])
+    entry = await peek.nth_unacknowledged(topic.ledger, subscription.cursor, nth)
+    return peek.entry_response(entry)
