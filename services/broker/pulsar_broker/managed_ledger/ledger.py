@@ -103,6 +103,7 @@ class ManagedLedgerImpl:
         self._idle.set()
         self._refusing_adds: type[errors.ManagedLedgerError] | None = None
         self._metadata_lock = asyncio.Lock()
+        self._trim_lock = asyncio.Lock()
         self._entry_waiters: set[asyncio.Future[None]] = set()
         self._cursors: dict[str, cursor.ManagedCursorImpl] = {}
         self._non_durable: set[cursor.ManagedCursorImpl] = set()
@@ -402,9 +403,9 @@ class ManagedLedgerImpl:
 
     async def check_ledger_rollover(self) -> None:
         """Roll over a current ledger that became too old even without new adds."""
-        if self._state is State.OPEN and self._rollover_task is None:
-            if self._current_is_full():
-                self._rollover_task = asyncio.ensure_future(self._rollover())
+        idle = self._state is State.OPEN and self._rollover_task is None
+        if idle and self._current_is_full():
+            self._rollover_task = asyncio.ensure_future(self._rollover())
         task = self._rollover_task
         if task is not None:
             await asyncio.shield(task)
@@ -609,6 +610,15 @@ class ManagedLedgerImpl:
 
     async def trim_consumed_ledgers(self) -> list[int]:
         """Delete ledgers every durable cursor is past and retention lets go; their ids."""
+        async with self._trim_lock:
+            doomed_ids = await self._drop_consumed_from_list()
+            for ledger_id in doomed_ids:
+                await self._reader.forget(ledger_id)
+                await self._delete_ledger_quietly(ledger_id)
+            return doomed_ids
+
+    async def _drop_consumed_from_list(self) -> list[int]:
+        """Remove the ledgers that may go from the persisted list (first, so none is dangling)."""
         async with self._metadata_lock:
             if self._state not in (State.OPEN, State.TERMINATED):
                 return []
@@ -621,17 +631,14 @@ class ManagedLedgerImpl:
             )
             if not doomed:
                 return []
-            doomed_ids = {info.ledger_id for info in doomed}
+            doomed_ids = sorted(info.ledger_id for info in doomed)
             remaining = [i for i in self._closed_ledgers if i.ledger_id not in doomed_ids]
             current = self._current_info()
             await self.write_ledger_list(remaining + ([current] if current else []))
             self._closed_ledgers = remaining
-            for ledger_id in sorted(doomed_ids):
+            for ledger_id in doomed_ids:
                 self.layout.remove_ledger(ledger_id)
-        for ledger_id in sorted(doomed_ids):
-            await self._reader.forget(ledger_id)
-            await self._delete_ledger_quietly(ledger_id)
-        return sorted(doomed_ids)
+            return doomed_ids
 
     def _newest_ledger_id(self) -> int | None:
         ids = self.layout.ledger_ids
