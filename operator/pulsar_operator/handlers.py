@@ -45,13 +45,13 @@ class Runtime:
             self._client = None
 
 
-def _login(runtime: Runtime, **kwargs: Any) -> kopf.ConnectionInfo | None:
+def _login(state: Runtime, **kwargs: Any) -> kopf.ConnectionInfo | None:
     info = kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
-    runtime.connection = info
+    state.connection = info
     return info
 
 
-def _configure(settings: kopf.OperatorSettings, runtime: Runtime) -> None:
+def _configure(settings: kopf.OperatorSettings) -> None:
     settings.persistence.finalizer = naming.FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=naming.ANNOTATION_PREFIX)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
@@ -75,7 +75,7 @@ def register(registry: kopf.OperatorRegistry, runtime: Runtime, *, function_mesh
 
     @kopf.on.startup(registry=registry)
     def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
-        _configure(settings, runtime)
+        _configure(settings)
 
     @kopf.on.cleanup(registry=registry)
     async def cleanup(**_: Any) -> None:

@@ -113,9 +113,5 @@ class KubeClient:
         result: dict[str, Any] = await self._request("PATCH", object_path(ref), patch, "application/merge-patch+json")
         return result
 
-    async def replace(self, obj: dict[str, Any]) -> dict[str, Any]:
-        result: dict[str, Any] = await self._request("PUT", object_path(ObjectRef.of(obj)), obj)
-        return result
-
     async def delete(self, ref: ObjectRef) -> bool:
         return await self._request("DELETE", object_path(ref)) is not None

@@ -104,7 +104,8 @@ class LeaderElector:
             if live is None:
                 await self._client.create(lease)
             else:
-                await self._client.replace(lease)
+                # A merge patch carrying metadata.resourceVersion is a precondition: 409 if it moved.
+                await self._client.patch(self._ref, {"metadata": lease["metadata"], "spec": lease["spec"]})
         except errors.KubeApiError as exc:
             if exc.status == 409:
                 return False

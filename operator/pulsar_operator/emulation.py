@@ -1,0 +1,186 @@
+"""A Kubernetes API emulator for the operator's e2e tests and benchmark (needs kmock).
+
+kmock's KubernetesEmulator stores objects and serves watches, but keeps no
+resourceVersion, uid or generation, which kopf needs (its JSON patches test
+resourceVersion). `RealisticEmulator` adds them the way an API server does.
+The emulator serves discovery only for the resources it is told about:
+the built-in ones (kmock's bundled list) and one entry per CRD in crds/.
+Only imported by tests and bench/, never by the operator itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import itertools
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import attrs
+import kmock
+import yaml
+from kmock._internal import apps, enums
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+CRD_DIR = REPO / "crds"
+KUBECTL = os.environ.get("KUBECTL", "/usr/bin/kubectl")
+
+
+@attrs.define(kw_only=True)
+class RealisticEmulator(kmock.KubernetesEmulator):
+    """Assigns uid, creationTimestamp, generation and resourceVersion like an API server."""
+
+    _versions: Any = attrs.field(factory=lambda: itertools.count(1000), init=False)
+
+    def _next_version(self) -> str:
+        return str(next(self._versions))
+
+    async def _handle(self, request: Any) -> Any:
+        if request.resource is not None and request.action == enums.action.CREATE and isinstance(request.data, dict):
+            meta = request.data.setdefault("metadata", {})
+            meta.setdefault("uid", str(uuid.uuid4()))
+            meta.setdefault("creationTimestamp",
+                            datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+            meta["generation"] = 1
+            meta["resourceVersion"] = self._next_version()
+            if request.namespace and not meta.get("namespace"):
+                meta["namespace"] = request.namespace
+        elif request.resource is not None and request.action == enums.action.UPDATE and request.name:
+            self._stamp_update(request)
+        return await super()._handle(request)
+
+    def _stamp_update(self, request: Any) -> None:
+        key = (request.resource, request.namespace, request.name)
+        current = self.objects[key] if key in self.objects else None
+        if current is None or current.deleted:
+            return
+        generation = int((current.get("metadata") or {}).get("generation") or 1)
+        data = request.data
+        spec_changed = request.subresource is None and (
+            (isinstance(data, dict) and "spec" in data)
+            or (isinstance(data, list) and any(str(op.get("path", "")).startswith("/spec") for op in data)))
+        stamp = {"resourceVersion": self._next_version()}
+        if spec_changed:
+            stamp["generation"] = generation + 1
+        if isinstance(data, dict):
+            data.setdefault("metadata", {}).update(stamp)
+            # A resourceVersion in a merge patch is a precondition, as on a real server.
+        elif isinstance(data, list):
+            data.extend({"op": "add", "path": f"/metadata/{k}", "value": v} for k, v in stamp.items())
+
+
+def register_crds(emulator: kmock.KubernetesEmulator, crd_dir: pathlib.Path = CRD_DIR) -> list[dict[str, Any]]:
+    """Discovery entries for every CRD in crd_dir; returns the CRD documents."""
+    documents = []
+    for path in sorted(crd_dir.glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if not doc or doc.get("kind") != "CustomResourceDefinition":
+                continue
+            documents.append(doc)
+            spec, names = doc["spec"], doc["spec"]["names"]
+            for version in spec["versions"]:
+                emulator.resources[f"{spec['group']}/{version['name']}/{names['plural']}"] = kmock.ResourceInfo(
+                    kind=names["kind"], singular=names.get("singular"), namespaced=spec["scope"] == "Namespaced",
+                    shortnames=names.get("shortNames", []), categories=names.get("categories", []),
+                    verbs=["get", "list", "watch", "create", "update", "patch", "delete"],
+                    subresources=list(version.get("subresources") or {}),
+                )
+    return documents
+
+
+@contextlib.asynccontextmanager
+async def running_emulator() -> AsyncIterator[tuple[RealisticEmulator, str]]:
+    emulator = RealisticEmulator()
+    emulator.resources.load_bundled()
+    register_crds(emulator)
+    async with emulator, apps.Server(emulator) as server:
+        yield emulator, str(server.url).rstrip("/")
+
+
+def write_kubeconfig(path: pathlib.Path, server: str, namespace: str = "default") -> pathlib.Path:
+    config = {
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "emulator", "cluster": {"server": server}}],
+        "users": [{"name": "emulator", "user": {"token": "emulator"}}],
+        "contexts": [{"name": "emulator", "context": {"cluster": "emulator", "user": "emulator",
+                                                      "namespace": namespace}}],
+        "current-context": "emulator",
+    }
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+async def kubectl(kubeconfig: pathlib.Path, *args: str, stdin: str | None = None) -> str:
+    """Run kubectl against the emulator; raises with its stderr on failure."""
+    proc = await asyncio.create_subprocess_exec(
+        KUBECTL, "--kubeconfig", str(kubeconfig), *args,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin is not None else None), 60)
+    if proc.returncode != 0:
+        raise RuntimeError(f"kubectl {' '.join(args)} failed ({proc.returncode}): {err.decode()}")
+    return out.decode()
+
+
+async def wait_for(condition: Callable[[], Awaitable[bool] | bool], timeout_s: float, what: str) -> None:
+    """Poll `condition` until true, failing with `what` after timeout_s."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        result = condition()
+        if isinstance(result, Awaitable):
+            result = await result
+        if result:
+            return
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError(f"timed out after {timeout_s}s waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+class OperatorProcess:
+    """`python -m pulsar_operator` as a child process against a kubeconfig."""
+
+    def __init__(self, kubeconfig: pathlib.Path, liveness_port: int, *extra: str, log: pathlib.Path) -> None:
+        self.args = [sys.executable, "-m", "pulsar_operator", "--liveness-host", "127.0.0.1",
+                     "--liveness-port", str(liveness_port), *extra]
+        self.kubeconfig = kubeconfig
+        self.liveness_port = liveness_port
+        self.log = log
+        self.proc: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        env = dict(os.environ, KUBECONFIG=str(self.kubeconfig))
+        env.pop("KUBERNETES_SERVICE_HOST", None)
+        with open(self.log, "ab") as log:
+            self.proc = await asyncio.create_subprocess_exec(*self.args, env=env, stdout=log, stderr=log,
+                                                             start_new_session=True)
+
+    async def healthy(self) -> bool:
+        if self.proc is not None and self.proc.returncode is not None:
+            raise RuntimeError(f"operator exited with {self.proc.returncode}; log: {self.log.read_text()[-3000:]}")
+        try:
+            async with aiohttp.ClientSession() as session:
+                async with session.get(f"http://127.0.0.1:{self.liveness_port}/healthz",
+                                       timeout=aiohttp.ClientTimeout(total=2)) as resp:
+                    return resp.status == 200
+        except (aiohttp.ClientError, TimeoutError, OSError):
+            return False
+
+    async def stop(self) -> int | None:
+        """SIGTERM, then SIGKILL after 10 s; by pid only."""
+        if self.proc is None or self.proc.returncode is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return await asyncio.wait_for(self.proc.wait(), 10)
+        except TimeoutError:
+            self.proc.kill()
+            return await self.proc.wait()
