@@ -11,7 +11,9 @@ version it read; the loser gets MetadataVersionError and must re-read.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,6 +88,19 @@ class VersionedMetadata:
     version: int
 
 
+@contextlib.contextmanager
+def _store_errors(what: str) -> Iterator[None]:
+    """Metadata-store failures (other than those callers handle) as ledger-client errors."""
+    try:
+        yield
+    except (metadata_errors.BadVersionError, metadata_errors.NotFoundError):
+        raise
+    except metadata_errors.MetadataStoreError as exc:
+        error = errors.BookieError(f"metadata store failed on {what}: {exc}")
+        error.retriable = exc.retriable
+        raise error from exc
+
+
 class LedgerMetadataStore:
     """Reads and writes ledger metadata records; every write is a compare-and-set."""
 
@@ -93,15 +108,17 @@ class LedgerMetadataStore:
         self._store = store
 
     async def new_ledger_id(self) -> types.LedgerId:
-        return types.LedgerId(await self._store.next_id(LEDGER_ID_COUNTER_PATH))
+        with _store_errors(LEDGER_ID_COUNTER_PATH):
+            return types.LedgerId(await self._store.next_id(LEDGER_ID_COUNTER_PATH))
 
     async def create(self, metadata: api.LedgerMetadata) -> VersionedMetadata:
         try:
-            stat = await self._store.put(
-                ledger_path(metadata.ledger_id),
-                to_json(metadata),
-                metadata_api.VERSION_ABSENT,
-            )
+            with _store_errors(ledger_path(metadata.ledger_id)):
+                stat = await self._store.put(
+                    ledger_path(metadata.ledger_id),
+                    to_json(metadata),
+                    metadata_api.VERSION_ABSENT,
+                )
         except metadata_errors.BadVersionError as exc:
             raise errors.MetadataVersionError(
                 f"ledger {metadata.ledger_id} already exists"
@@ -109,7 +126,8 @@ class LedgerMetadataStore:
         return VersionedMetadata(metadata, stat.version)
 
     async def read(self, ledger_id: int) -> VersionedMetadata:
-        result = await self._store.get(ledger_path(ledger_id))
+        with _store_errors(ledger_path(ledger_id)):
+            result = await self._store.get(ledger_path(ledger_id))
         if result is None:
             raise errors.NoSuchLedgerError(f"ledger {ledger_id} has no metadata")
         return VersionedMetadata(from_json(result.value), result.stat.version)
@@ -119,9 +137,10 @@ class LedgerMetadataStore:
     ) -> VersionedMetadata:
         """Replace the record if it still has expected_version (MetadataVersionError if not)."""
         try:
-            stat = await self._store.put(
-                ledger_path(metadata.ledger_id), to_json(metadata), expected_version
-            )
+            with _store_errors(ledger_path(metadata.ledger_id)):
+                stat = await self._store.put(
+                    ledger_path(metadata.ledger_id), to_json(metadata), expected_version
+                )
         except metadata_errors.BadVersionError as exc:
             raise errors.MetadataVersionError(
                 f"ledger {metadata.ledger_id} metadata changed (expected version "
@@ -134,10 +153,12 @@ class LedgerMetadataStore:
     async def remove(self, ledger_id: int) -> None:
         """Delete the record; one that is already gone is not an error."""
         try:
-            await self._store.delete(ledger_path(ledger_id))
+            with _store_errors(ledger_path(ledger_id)):
+                await self._store.delete(ledger_path(ledger_id))
         except metadata_errors.NotFoundError:
             pass
 
     async def ledger_ids(self) -> list[types.LedgerId]:
-        children = await self._store.get_children(LEDGERS_PATH)
+        with _store_errors(LEDGERS_PATH):
+            children = await self._store.get_children(LEDGERS_PATH)
         return sorted(types.LedgerId(int(c)) for c in children if c.isdigit())

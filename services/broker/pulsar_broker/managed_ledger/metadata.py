@@ -9,8 +9,10 @@ written by compare-and-set only: a lost CAS means another broker took over.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import urllib.parse
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,6 +119,19 @@ def decode_cursor_info(data: bytes) -> CursorInfo:
     )
 
 
+@contextlib.contextmanager
+def _store_errors(path: str) -> Iterator[None]:
+    """Metadata-store failures other than a lost CAS, as managed-ledger errors."""
+    try:
+        yield
+    except (metadata_errors.BadVersionError, metadata_errors.NotFoundError) as exc:
+        raise errors.MetadataVersionError(f"{path} was changed by someone else") from exc
+    except metadata_errors.MetadataStoreError as exc:
+        error = errors.ManagedLedgerError(f"metadata store failed on {path}: {exc}")
+        error.retriable = exc.retriable
+        raise error from exc
+
+
 class ManagedLedgerMetadata:
     """CAS reads and writes of one managed ledger's records."""
 
@@ -126,7 +141,8 @@ class ManagedLedgerMetadata:
         self.path = ledger_path(name)
 
     async def read_info(self) -> Versioned | None:
-        result = await self._store.get(self.path)
+        with _store_errors(self.path):
+            result = await self._store.get(self.path)
         if result is None:
             return None
         return Versioned(decode_ledger_info(result.value), result.stat.version)
@@ -136,11 +152,14 @@ class ManagedLedgerMetadata:
         return await self._put(self.path, encode_ledger_info(info), expected_version)
 
     async def cursor_names(self) -> list[str]:
-        children = await self._store.get_children(self.path)
+        with _store_errors(self.path):
+            children = await self._store.get_children(self.path)
         return [urllib.parse.unquote(c) for c in children]
 
     async def read_cursor(self, cursor_name: str) -> Versioned | None:
-        result = await self._store.get(cursor_path(self.name, cursor_name))
+        path = cursor_path(self.name, cursor_name)
+        with _store_errors(path):
+            result = await self._store.get(path)
         if result is None:
             return None
         return Versioned(decode_cursor_info(result.value), result.stat.version)
@@ -152,19 +171,15 @@ class ManagedLedgerMetadata:
         return await self._put(path, encode_cursor_info(info), expected_version)
 
     async def delete_cursor(self, cursor_name: str) -> None:
-        try:
-            await self._store.delete(cursor_path(self.name, cursor_name))
-        except metadata_errors.NotFoundError:
-            pass
+        path = cursor_path(self.name, cursor_name)
+        with contextlib.suppress(errors.MetadataVersionError), _store_errors(path):
+            await self._store.delete(path)
 
     async def delete_all(self) -> None:
-        await self._store.delete_recursive(self.path)
+        with _store_errors(self.path):
+            await self._store.delete_recursive(self.path)
 
     async def _put(self, path: str, value: bytes, expected_version: int) -> int:
-        try:
+        with _store_errors(path):
             stat = await self._store.put(path, value, expected_version)
-        except (metadata_errors.BadVersionError, metadata_errors.NotFoundError) as exc:
-            raise errors.MetadataVersionError(
-                f"{path} was changed by someone else (expected version {expected_version})"
-            ) from exc
         return stat.version

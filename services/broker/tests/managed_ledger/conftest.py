@@ -38,9 +38,13 @@ class Stack:
     store: rocksdb.RocksdbMetadataStore
     client: local.LocalLedgerClient
     factory: factory.ManagedLedgerFactoryImpl
+    stopped: bool = False
 
     async def stop(self, *, clean: bool = True) -> None:
         """Stop everything; without clean, managed ledgers are abandoned as in a crash."""
+        if self.stopped:
+            return
+        self.stopped = True
         if clean:
             await self.factory.shutdown()
         await self.client.close()
