@@ -175,13 +175,11 @@ class LedgerStorageEngine(api.LedgerStorage):
         self._dirty = replayer.touched
         log.info("replayed %d journal records", replayer.applied)
 
-    def _replay_flush(self) -> None:
+    def _replay_flush(self, touched: set[int]) -> None:
         assert self._index is not None
         half = self._write_cache.swap()
         snapshot = {
-            ledger: self._ledgers[ledger].copy()
-            for ledger in self._dirty
-            if ledger in self._ledgers
+            ledger: self._ledgers[ledger].copy() for ledger in touched if ledger in self._ledgers
         }
         checkpoint.flush_half(self._logger, self._index, self._usage, half, snapshot, {})
         self._write_cache.flushed()
@@ -204,8 +202,8 @@ class LedgerStorageEngine(api.LedgerStorage):
     async def _release_resources(self) -> None:
         for j in self._journals:
             await j.close()
-        self._read_threads.shutdown(wait=True)
-        self._flush_thread.shutdown(wait=True)
+        await asyncio.to_thread(self._read_threads.shutdown, True)
+        await asyncio.to_thread(self._flush_thread.shutdown, True)
         self._logger.close()
         if self._index is not None:
             self._index.close()

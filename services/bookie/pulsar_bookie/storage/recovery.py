@@ -26,7 +26,7 @@ class Replayer:
         self,
         ledgers: dict[int, index.LedgerInfo],
         cache: write_cache.WriteCache,
-        flush: Callable[[], None],
+        flush: Callable[[set[int]], None],
         delete_ledger: Callable[[int], None],
     ) -> None:
         self.ledgers = ledgers
@@ -50,7 +50,7 @@ class Replayer:
         if record.type == RecordType.ADD_ENTRY:
             info = self._info(record.ledger_id)
             if not self.cache.has_room(len(record.payload)):
-                self.flush()
+                self.flush(self.touched)
             self.cache.put(
                 record.ledger_id, record.entry_id, record.last_add_confirmed, record.payload
             )
