@@ -1,0 +1,57 @@
+"""`pulsar-admin clusters list|get|create|update|delete`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from pulsar_broker.admin_cli import client, output
+from pulsar_broker.admin_cli.common import Group
+
+BASE = "/admin/v2/clusters"
+
+
+def _cluster_data(args: argparse.Namespace) -> dict[str, Any]:
+    fields = {"serviceUrl": args.url, "serviceUrlTls": args.url_secure,
+              "brokerServiceUrl": args.broker_url, "brokerServiceUrlTls": args.broker_url_secure,
+              "proxyServiceUrl": args.proxy_url}
+    return {key: value for key, value in fields.items() if value}
+
+
+def _url_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("cluster")
+    parser.add_argument("--url", help="service-url (http://host:8080)")
+    parser.add_argument("--url-secure", help="service-url for secure connection")
+    parser.add_argument("--broker-url", help="broker-service-url (pulsar://host:6650)")
+    parser.add_argument("--broker-url-secure", help="broker-service-url for secure connection")
+    parser.add_argument("--proxy-url", help="proxy-service-url")
+
+
+def _list(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    output.print_list(admin.get(BASE))
+
+
+def _get(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    output.print_json(admin.get(f"{BASE}/{client.quote(args.cluster)}"))
+
+
+def _create(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.put(f"{BASE}/{client.quote(args.cluster)}", _cluster_data(args))
+
+
+def _update(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.post(f"{BASE}/{client.quote(args.cluster)}", _cluster_data(args))
+
+
+def _delete(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.delete(f"{BASE}/{client.quote(args.cluster)}")
+
+
+def register(groups: Any) -> None:
+    group = Group(groups, "clusters", "Operations about clusters")
+    group.command("list", "List the existing clusters", _list)
+    group.command("get", "Get the configuration data for the specified cluster",
+                  _get).add_argument("cluster")
+    _url_options(group.command("create", "Provisions a new cluster", _create))
+    _url_options(group.command("update", "Update the configuration for a cluster", _update))
+    group.command("delete", "Deletes an existing cluster", _delete).add_argument("cluster")

@@ -1,0 +1,54 @@
+"""`pulsar-admin <group> <command> ...`: the entry point and the shared argument plumbing.
+
+The admin URL comes from --admin-url, else PULSAR_ADMIN_URL, else
+http://localhost:8080. A failed call prints the broker's reason the way
+Apache's pulsar-admin does and exits with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from pulsar_broker.admin_cli import brokers, client, clusters, namespaces, output, tenants, topics
+from pulsar_broker.admin_cli import units
+
+DEFAULT_ADMIN_URL = "http://localhost:8080"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pulsar-admin", description="Administer a Pulsar cluster through its admin REST API.")
+    parser.add_argument(
+        "--admin-url", "--url", dest="admin_url",
+        default=os.environ.get("PULSAR_ADMIN_URL", DEFAULT_ADMIN_URL),
+        help="broker web service URL (default: $PULSAR_ADMIN_URL or %(default)s)")
+    groups = parser.add_subparsers(dest="group", metavar="<group>")
+    for module in (clusters, tenants, namespaces, topics, brokers):
+        module.register(groups)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    run = getattr(args, "run", None)
+    if run is None:
+        chosen = getattr(args, "group_parser", parser)
+        chosen.print_help()
+        return 1
+    try:
+        run(client.AdminClient(args.admin_url), args)
+    except client.AdminError as exc:
+        output.print_error(exc.reason)
+        return 1
+    except units.UnitError as exc:
+        output.print_error(str(exc))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""`pulsar-admin namespaces ...`: namespaces, their policies and topics."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from pulsar_broker.admin_cli import client, output, units
+from pulsar_broker.admin_cli.common import Group, comma_list, namespace_path
+
+ONE_MB = 1024 * 1024
+
+
+def _print_get(path_suffix: str) -> Any:
+    def run(admin: client.AdminClient, args: argparse.Namespace) -> None:
+        output.print_json(admin.get(namespace_path(args.namespace) + path_suffix))
+    return run
+
+
+def _print_list(path_suffix: str) -> Any:
+    def run(admin: client.AdminClient, args: argparse.Namespace) -> None:
+        output.print_list(admin.get(namespace_path(args.namespace) + path_suffix) or [])
+    return run
+
+
+def _remove(path_suffix: str) -> Any:
+    def run(admin: client.AdminClient, args: argparse.Namespace) -> None:
+        admin.delete(namespace_path(args.namespace) + path_suffix)
+    return run
+
+
+def _list(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    output.print_list(admin.get(f"/admin/v2/namespaces/{client.quote(args.tenant)}"))
+
+
+def _topics(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    output.print_list(admin.get(namespace_path(args.namespace) + "/topics",
+                                {"mode": args.mode}))
+
+
+def _create(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    policies: dict[str, Any] = {}
+    if args.bundles:
+        policies["bundles"] = {"numBundles": args.bundles}
+    if args.clusters:
+        policies["replication_clusters"] = comma_list(args.clusters)
+    admin.put(namespace_path(args.namespace), policies or None)
+
+
+def _delete(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.delete(namespace_path(args.namespace), {"force": "true"} if args.force else None)
+
+
+def _unload(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.put(namespace_path(args.namespace) + "/unload")
+
+
+def _set_retention(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    time_s = units.seconds(args.time)
+    size = units.size_bytes(args.size)
+    body = {"retentionTimeInMinutes": time_s if time_s < 0 else time_s // 60,
+            "retentionSizeInMB": size if size < 0 else size // ONE_MB}
+    admin.post(namespace_path(args.namespace) + "/retention", body)
+
+
+def _set_ttl(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.post(namespace_path(args.namespace) + "/messageTTL", units.seconds(args.ttl))
+
+
+def _set_dedup(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.post(namespace_path(args.namespace) + "/deduplication", bool(args.enable))
+
+
+def _set_auto_topic_creation(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    body: dict[str, Any] = {"allowAutoTopicCreation": bool(args.enable), "topicType": args.type}
+    if args.type == "partitioned":
+        body["defaultNumPartitions"] = args.num_partitions
+    admin.post(namespace_path(args.namespace) + "/autoTopicCreation", body)
+
+
+def _set_backlog_quota(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    body = {"limitSize": units.size_bytes(args.limit) if args.limit else -1,
+            "limitTime": units.seconds(args.limit_time) if args.limit_time else -1,
+            "policy": args.policy}
+    admin.post(namespace_path(args.namespace) + "/backlogQuota", body,
+               {"backlogQuotaType": args.type})
+
+
+def _remove_backlog_quota(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.delete(namespace_path(args.namespace) + "/backlogQuota", {"backlogQuotaType": args.type})
+
+
+def _set_compatibility(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.put(namespace_path(args.namespace) + "/schemaCompatibilityStrategy", args.compatibility)
+
+
+def _set_clusters(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.post(namespace_path(args.namespace) + "/replication", comma_list(args.clusters))
+
+
+def _ns_command(group: Group, name: str, help_text: str, run: Any) -> argparse.ArgumentParser:
+    parser = group.command(name, help_text, run)
+    parser.add_argument("namespace", help="tenant/namespace")
+    return parser
+
+
+def register(groups: Any) -> None:
+    group = Group(groups, "namespaces", "Operations about namespaces")
+    group.command("list", "Get the namespaces for a tenant", _list).add_argument("tenant")
+    topics = _ns_command(group, "topics", "Get the list of topics for a namespace", _topics)
+    topics.add_argument("-m", "--mode", default="PERSISTENT",
+                        choices=["PERSISTENT", "NON_PERSISTENT", "ALL"])
+    create = _ns_command(group, "create", "Creates a new namespace", _create)
+    create.add_argument("-b", "--bundles", type=int, help="number of bundles to activate")
+    create.add_argument("-c", "--clusters", help="comma separated replication clusters")
+    delete = _ns_command(group, "delete", "Deletes a namespace", _delete)
+    delete.add_argument("-f", "--force", action="store_true", help="delete it and its topics")
+    _ns_command(group, "policies", "Get the configuration policies of a namespace",
+                _print_get(""))
+    _ns_command(group, "unload", "Unload the topics of a namespace from this broker", _unload)
+    _register_policies(group)
+
+
+def _register_policies(group: Group) -> None:
+    retention = _ns_command(group, "set-retention", "Set the retention policy", _set_retention)
+    retention.add_argument("-t", "--time", required=True, help="e.g. 100m, 3h, 2d, -1")
+    retention.add_argument("-s", "--size", required=True, help="e.g. 10M, 16G, -1")
+    _ns_command(group, "get-retention", "Get the retention policy", _print_get("/retention"))
+    _ns_command(group, "remove-retention", "Remove the retention policy", _remove("/retention"))
+
+    ttl = _ns_command(group, "set-message-ttl", "Set message TTL", _set_ttl)
+    ttl.add_argument("-ttl", "--messageTTL", dest="ttl", required=True, help="e.g. 3600, 1h")
+    _ns_command(group, "get-message-ttl", "Get message TTL", _print_get("/messageTTL"))
+    _ns_command(group, "remove-message-ttl", "Remove message TTL", _remove("/messageTTL"))
+
+    dedup = _ns_command(group, "set-deduplication", "Enable or disable deduplication", _set_dedup)
+    switch = dedup.add_mutually_exclusive_group(required=True)
+    switch.add_argument("-e", "--enable", action="store_true")
+    switch.add_argument("-d", "--disable", action="store_true")
+    _ns_command(group, "get-deduplication", "Get deduplication", _print_get("/deduplication"))
+    _ns_command(group, "remove-deduplication", "Remove deduplication override",
+                _remove("/deduplication"))
+
+    auto = _ns_command(group, "set-auto-topic-creation", "Override auto topic creation",
+                       _set_auto_topic_creation)
+    auto_switch = auto.add_mutually_exclusive_group(required=True)
+    auto_switch.add_argument("-e", "--enable", action="store_true")
+    auto_switch.add_argument("-d", "--disable", action="store_true")
+    auto.add_argument("-t", "--type", default="non-partitioned",
+                      choices=["partitioned", "non-partitioned"])
+    auto.add_argument("-n", "--num-partitions", type=int, default=None)
+    _ns_command(group, "get-auto-topic-creation", "Get the auto topic creation override",
+                _print_get("/autoTopicCreation"))
+    _ns_command(group, "remove-auto-topic-creation", "Remove the auto topic creation override",
+                _remove("/autoTopicCreation"))
+
+    quota = _ns_command(group, "set-backlog-quota", "Set a backlog quota", _set_backlog_quota)
+    quota.add_argument("-l", "--limit", help="size limit, e.g. 10G")
+    quota.add_argument("-lt", "--limitTime", dest="limit_time", help="time limit, e.g. 1h")
+    quota.add_argument("-p", "--policy", required=True,
+                       choices=["producer_request_hold", "producer_exception",
+                                "consumer_backlog_eviction"])
+    quota.add_argument("-t", "--type", default="destination_storage",
+                       choices=["destination_storage", "message_age"])
+    _ns_command(group, "get-backlog-quotas", "Get the backlog quotas",
+                _print_get("/backlogQuotaMap"))
+    remove_quota = _ns_command(group, "remove-backlog-quota", "Remove a backlog quota",
+                               _remove_backlog_quota)
+    remove_quota.add_argument("-t", "--type", default="destination_storage",
+                              choices=["destination_storage", "message_age"])
+
+    compat = _ns_command(group, "set-schema-compatibility-strategy",
+                         "Set the schema compatibility strategy", _set_compatibility)
+    compat.add_argument("-c", "--compatibility", required=True)
+    _ns_command(group, "get-schema-compatibility-strategy", "Get the schema compatibility strategy",
+                _print_get("/schemaCompatibilityStrategy"))
+
+    clusters = _ns_command(group, "set-clusters", "Set the replication clusters", _set_clusters)
+    clusters.add_argument("-c", "--clusters", required=True, help="comma separated cluster names")
+    _ns_command(group, "get-clusters", "Get the replication clusters", _print_list("/replication"))
