@@ -1,0 +1,81 @@
+"""Brokers under test for bench.broker_vs_lite: our `pulsar standalone` and pulsar-lite.
+
+Both run as child processes on free loopback ports with a fresh data
+directory, and are stopped by pid.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+from dataclasses import dataclass
+from typing import Protocol
+
+from pulsar_common import testing
+
+LITE_START_TIMEOUT_S = 30.0
+OURS_START_TIMEOUT_S = 90.0
+
+
+class Broker(Protocol):
+    @property
+    def service_url(self) -> str: ...
+
+    def stop(self) -> None: ...
+
+
+@dataclass
+class LiteBroker:
+    """pulsar-lite (a Rust broker shipped as a binary inside its PyPI wheel), metrics off."""
+
+    directory: pathlib.Path
+    process: subprocess.Popen[bytes] | None = None
+    port: int = 0
+
+    @property
+    def service_url(self) -> str:
+        return f"pulsar://127.0.0.1:{self.port}"
+
+    def start(self) -> LiteBroker:
+        from pulsar_lite import binary_finder  # only the benchmark needs pulsar-lite
+
+        self.directory.mkdir(parents=True, exist_ok=True)
+        config = self.directory / "pulsar-lite.toml"
+        # Its metrics endpoint binds 0.0.0.0:8080 by default; the bench needs no metrics.
+        config.write_text("[metrics]\nenabled = false\n")
+        self.port = testing.free_port()
+        args = [binary_finder.find_pulsar_lite_binary(), "--config", str(config),
+                "--addr", f"127.0.0.1:{self.port}", "--db-path", str(self.directory / "db"),
+                "--log-level", "warn"]
+        with open(self.directory / "pulsar-lite.log", "ab") as log:
+            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
+                                            cwd=self.directory)
+        testing.wait_until(lambda: testing.port_open(self.port), LITE_START_TIMEOUT_S,
+                           "pulsar-lite", self.process)
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None:
+            testing.stop_process(self.process)
+
+
+def lite_version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("pulsar-lite")
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def start_ours(directory: pathlib.Path, journal_sync: bool) -> Broker:
+    """Our standalone with journalSyncData on or off; its log goes next to the data dir."""
+    from pulsar_broker import testing as broker_testing
+
+    directory.mkdir(parents=True, exist_ok=True)
+    process = broker_testing.StandaloneProcess(
+        directory / "data", {"journalSyncData": str(journal_sync).lower()},
+        log_path=directory / "standalone.log")
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    return process.start(OURS_START_TIMEOUT_S)

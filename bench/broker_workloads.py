@@ -1,0 +1,152 @@
+"""The client side of bench.broker_vs_lite: one workload per process, one JSON line out.
+
+Each workload runs in its own process (the official client library has its
+own threads, and the broker under test is another process), against any
+broker that speaks the Pulsar protocol:
+
+    python -m bench.broker_workloads batched_produce --url pulsar://127.0.0.1:6650 --topic T
+
+Throughput workloads attach no Python callback to their sends: a callback per
+message costs the client more than the send itself, so they count
+acknowledgements by flushing at the end instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+
+import pulsar
+
+SMALL_PAYLOAD_BYTES = 100
+LARGE_PAYLOAD_BYTES = 64 * 1024
+BATCH_MAX_MESSAGES = 1000
+BATCH_DELAY_MS = 1
+SMALL_PENDING_MAX = 50_000
+LARGE_PENDING_MAX = 256
+CHECK_CLOCK_EVERY = 1000
+RECEIVE_TIMEOUT_MS = 10_000
+LATENCY_WARMUP_SENDS = 50
+
+
+def _client(url: str) -> pulsar.Client:
+    logger = pulsar.FileLogger(pulsar.LoggerLevel.Warn, "/dev/stderr")
+    return pulsar.Client(url, operation_timeout_seconds=30, logger=logger)
+
+
+def _send_for(producer: pulsar.Producer, payload: bytes, max_messages: int,
+              seconds: float) -> tuple[int, float]:
+    """Send asynchronously until `max_messages` or `seconds`, then flush; (sent, elapsed)."""
+    started = time.perf_counter()
+    deadline = started + seconds
+    sent = 0
+    while sent < max_messages:
+        producer.send_async(payload, None)
+        sent += 1
+        if sent % CHECK_CLOCK_EVERY == 0 and time.perf_counter() >= deadline:
+            break
+    producer.flush()
+    return sent, time.perf_counter() - started
+
+
+def batched_produce(client: pulsar.Client, args: argparse.Namespace) -> dict[str, float]:
+    producer = client.create_producer(
+        args.topic, batching_enabled=True, batching_max_messages=BATCH_MAX_MESSAGES,
+        batching_max_publish_delay_ms=BATCH_DELAY_MS,
+        batching_max_allowed_size_in_bytes=4 * 1024 * 1024,
+        max_pending_messages=SMALL_PENDING_MAX, block_if_queue_full=True)
+    sent, elapsed = _send_for(producer, os.urandom(SMALL_PAYLOAD_BYTES), args.max_messages,
+                              args.seconds)
+    producer.close()
+    return {"messages": sent, "seconds": elapsed, "msg_per_s": sent / elapsed}
+
+
+def catchup_consume(client: pulsar.Client, args: argparse.Namespace) -> dict[str, float]:
+    """Read a backlog of `max_messages` from the start with a new subscription, acking cumulatively."""
+    started = time.perf_counter()
+    consumer = client.subscribe(args.topic, "bench-catchup",
+                                initial_position=pulsar.InitialPosition.Earliest,
+                                receiver_queue_size=args.receiver_queue_size)
+    received = 0
+    message = None
+    deadline = started + args.seconds
+    while received < args.max_messages:
+        message = consumer.receive(RECEIVE_TIMEOUT_MS)
+        received += 1
+        if received % CHECK_CLOCK_EVERY == 0:
+            consumer.acknowledge_cumulative(message)
+            if time.perf_counter() >= deadline:
+                break
+    elapsed = time.perf_counter() - started
+    if message is not None:
+        consumer.acknowledge_cumulative(message)
+    consumer.close()
+    return {"messages": received, "seconds": elapsed, "msg_per_s": received / elapsed}
+
+
+def _percentile(sorted_values: list[float], percentile: float) -> float:
+    index = min(len(sorted_values) - 1, max(0, round(percentile / 100 * len(sorted_values)) - 1))
+    return sorted_values[index]
+
+
+def sync_latency(client: pulsar.Client, args: argparse.Namespace) -> dict[str, float]:
+    """Unbatched synchronous publish: each send waits for its receipt before the next one."""
+    producer = client.create_producer(args.topic, batching_enabled=False)
+    payload = os.urandom(SMALL_PAYLOAD_BYTES)
+    for _ in range(LATENCY_WARMUP_SENDS):
+        producer.send(payload)
+    latencies_ms: list[float] = []
+    deadline = time.perf_counter() + args.seconds
+    while len(latencies_ms) < args.max_messages and time.perf_counter() < deadline:
+        started = time.perf_counter()
+        producer.send(payload)
+        latencies_ms.append((time.perf_counter() - started) * 1000)
+    producer.close()
+    latencies_ms.sort()
+    return {"messages": len(latencies_ms), "p50_ms": _percentile(latencies_ms, 50),
+            "p99_ms": _percentile(latencies_ms, 99), "max_ms": latencies_ms[-1]}
+
+
+def large_produce(client: pulsar.Client, args: argparse.Namespace) -> dict[str, float]:
+    producer = client.create_producer(args.topic, batching_enabled=False,
+                                      max_pending_messages=LARGE_PENDING_MAX,
+                                      block_if_queue_full=True)
+    sent, elapsed = _send_for(producer, os.urandom(LARGE_PAYLOAD_BYTES), args.max_messages,
+                              args.seconds)
+    producer.close()
+    return {"messages": sent, "seconds": elapsed,
+            "mb_per_s": sent * LARGE_PAYLOAD_BYTES / elapsed / 1e6}
+
+
+WORKLOADS: dict[str, Callable[[pulsar.Client, argparse.Namespace], dict[str, float]]] = {
+    "batched_produce": batched_produce,
+    "catchup_consume": catchup_consume,
+    "sync_latency": sync_latency,
+    "large_produce": large_produce,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.broker_workloads")
+    parser.add_argument("workload", choices=list(WORKLOADS))
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--max-messages", type=int, default=1_000_000)
+    parser.add_argument("--receiver-queue-size", type=int, default=1000)
+    args = parser.parse_args(argv)
+    client = _client(args.url)
+    try:
+        result = WORKLOADS[args.workload](client, args)
+    finally:
+        client.close()
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
