@@ -1,0 +1,77 @@
+"""HTTP lookup (and the official client over http://), health, broker lists and /metrics."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pulsar
+
+from pulsar_broker import testing as broker_testing
+
+if TYPE_CHECKING:
+    from conftest import Http
+
+
+def test_lookup_answers_this_broker(http: Http, standalone: broker_testing.StandaloneProcess,
+                                    unique: str) -> None:
+    data = http.get(f"/lookup/v2/topic/persistent/public/default/look-{unique}").json()
+    assert data["brokerUrl"] == standalone.service_url
+    assert data["httpUrl"] == standalone.web_url
+    assert data["brokerUrlTls"] == "" and data["httpUrlTls"] == ""
+    assert http.get(f"/lookup/v2/topic/persistent/public/none-{unique}/t").status == 404
+
+
+def test_official_client_produces_and_consumes_through_the_http_service_url(
+        http: Http, standalone: broker_testing.StandaloneProcess, unique: str) -> None:
+    http.put(f"/admin/v2/persistent/public/default/viahttp-{unique}/partitions", 2)
+    client = pulsar.Client(standalone.web_url, operation_timeout_seconds=30,
+                           logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
+    try:
+        topic = f"persistent://public/default/viahttp-{unique}"
+        consumer = client.subscribe(topic, "s")
+        producer = client.create_producer(topic)
+        sent = {f"h{i}".encode() for i in range(10)}
+        for payload in sorted(sent):
+            producer.send(payload)
+        received = {consumer.receive(10_000).data() for _ in range(10)}
+        assert received == sent
+        assert len(client.get_topic_partitions(topic)) == 2
+    finally:
+        client.close()
+
+
+def test_health_ready_and_status_page(http: Http) -> None:
+    health = http.get("/admin/v2/brokers/health")
+    assert (health.status, health.body) == (200, b"ok")
+    assert http.get("/admin/v2/brokers/ready").body == b"ok"
+    assert http.get("/status.html").body == b"OK"
+
+
+def test_broker_lists_and_leader(http: Http, standalone: broker_testing.StandaloneProcess) -> None:
+    broker_id = f"127.0.0.1:{standalone.web_port}"
+    assert http.get("/admin/v2/brokers/standalone").json() == [broker_id]
+    assert http.get("/admin/v2/brokers/leaderBroker").json()["serviceUrl"] == standalone.web_url
+    assert http.get("/admin/v2/brokers/no-such-cluster").status == 404
+
+
+def test_metrics_are_prometheus_text_per_topic(http: Http, client: pulsar.Client, unique: str) -> None:
+    topic = f"persistent://public/default/metrics-{unique}"
+    consumer = client.subscribe(topic, "s")
+    producer = client.create_producer(topic, batching_enabled=False)
+    for i in range(4):
+        producer.send(b"x" * 10)
+    for _ in range(4):
+        consumer.acknowledge(consumer.receive(10_000))
+    reply = http.get("/metrics")
+    assert reply.headers["Content-Type"].startswith("text/plain")
+    lines = reply.body.decode().splitlines()
+    labels = f'cluster="standalone",namespace="public/default",topic="{topic}"'
+    assert f"pulsar_in_messages_total{{{labels}}} 4.0" in lines
+    assert f"pulsar_out_messages_total{{{labels}}} 4.0" in lines
+    assert f"pulsar_producers_count{{{labels}}} 1.0" in lines
+    assert f"pulsar_consumers_count{{{labels}}} 1.0" in lines
+    assert f"pulsar_subscriptions_count{{{labels}}} 1.0" in lines
+    assert any(line.startswith(f"pulsar_storage_size{{{labels}}}") for line in lines)
+    assert any(line.startswith("# TYPE pulsar_msg_backlog gauge") for line in lines)
+    producer.close()
+    consumer.close()
