@@ -11,7 +11,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from pulsar_broker.managed_ledger.config import ManagedLedgerConfig
 
 
 @dataclass(frozen=True, order=True)
@@ -108,9 +111,13 @@ class ManagedCursor(Protocol):
         """Forget acknowledgements and restart from position (admin reset / consumer seek)."""
 
     async def find_newest_matching(
-        self, condition: Callable[[Entry], bool]
+        self, condition: Callable[[Entry], bool], *, active_only: bool = False
     ) -> Position | None:
-        """Last entry (in log order) for which condition holds, assuming it is monotonic."""
+        """Last entry (in log order) for which condition holds, assuming it is monotonic.
+
+        Searches every stored entry (seek by publish time), or only those after the
+        mark-delete position when active_only is set (message expiry).
+        """
 
     async def skip_entries(self, count: int) -> None:
         """Acknowledge the next count unacknowledged entries."""
@@ -120,6 +127,9 @@ class ManagedCursor(Protocol):
 
     @property
     def number_of_entries_in_backlog(self) -> int: ...
+
+    async def flush(self) -> None:
+        """Persist the acknowledgement state now instead of at the next debounce tick."""
 
     async def close(self) -> None: ...
 
@@ -177,8 +187,14 @@ class ManagedLedger(Protocol):
 
 
 class ManagedLedgerFactory(Protocol):
-    async def open(self, name: str) -> ManagedLedger:
-        """Open (or create) the managed ledger called name; one instance per name."""
+    async def open(
+        self, name: str, ml_config: ManagedLedgerConfig | None = None
+    ) -> ManagedLedger:
+        """Open (or create) the managed ledger called name; one instance per name.
+
+        ml_config (e.g. with a namespace's retention) applies when this call opens it;
+        the factory's default configuration otherwise.
+        """
 
     async def exists(self, name: str) -> bool: ...
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pulsar_bookie.client import api as client_api
 from pulsar_common.metadata import api as metadata_api
 
-from pulsar_broker.managed_ledger import cache, clock, config, errors, ledger, metadata
+from pulsar_broker.managed_ledger import api, cache, clock, config, cursor, errors, ledger, metadata
 
 log = logging.getLogger(__name__)
 
@@ -122,3 +122,12 @@ class ManagedLedgerFactoryImpl:
         while True:
             await asyncio.sleep(interval_s)
             await self.run_maintenance()
+
+
+def _implements_contracts(
+    managed_factory: ManagedLedgerFactoryImpl,
+    managed: ledger.ManagedLedgerImpl,
+    managed_cursor: cursor.ManagedCursorImpl,
+) -> tuple[api.ManagedLedgerFactory, api.ManagedLedger, api.ManagedCursor]:
+    """Never called: mypy checks here that the implementations satisfy the contracts."""
+    return managed_factory, managed, managed_cursor
