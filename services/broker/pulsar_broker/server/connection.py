@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import typing
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -71,11 +72,11 @@ class ServerConnection(asyncio.Protocol):
     # asyncio.Protocol
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # uvloop's transports implement asyncio.Transport without subclassing it.
+        self.transport = typing.cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         self.remote_address = f"{peer[0]}:{peer[1]}" if peer else "?"
-        transport.set_write_buffer_limits(high=4 * 1024 * 1024)
+        self.transport.set_write_buffer_limits(high=4 * 1024 * 1024)
         self._schedule_keepalive()
 
     def data_received(self, data: bytes) -> None:

@@ -240,17 +240,15 @@ class Handlers:
 
     @staticmethod
     def _start_position(data: pb.MessageIdData) -> tuple[ml.Position, bool]:
-        """Where a reader starts. Earliest/latest sentinels map to EARLIEST/LATEST. For an id
-        inside a batch the whole entry is delivered again (the client drops the messages
-        before the batch index), so the cursor starts at that entry inclusively."""
+        """Where a reader starts. Earliest/latest sentinels map to EARLIEST/LATEST. Any
+        other id is delivered again itself: the client drops what precedes its start (and
+        the start too unless it asked for an inclusive start), batch index included."""
         position = commands.position_of(data)
-        if position.ledger_id < 0 or position.entry_id < 0 and position.ledger_id < 0:
+        if position.ledger_id < 0:
             return ml.EARLIEST, False
         if position.ledger_id >= 2**63 - 1:
             return ml.LATEST, False
-        if data.HasField("batch_index") and data.batch_index >= 0:
-            return position, True
-        return position, False
+        return position, True
 
     def flow(self, received: frame.Frame) -> None:
         request = received.command.flow
@@ -327,8 +325,13 @@ class Handlers:
         self.cnx.write(commands.success(request.request_id))
 
     async def remove_consumer(self, handle: ConsumerHandle) -> None:
-        handle.subscription.remove_consumer(handle.consumer)
-        await handle.topic.remove_subscription_if_idle(handle.subscription)
+        """Detach a consumer; a durable subscription left without consumers persists its
+        acknowledgements before the close is confirmed."""
+        subscription = handle.subscription
+        subscription.remove_consumer(handle.consumer)
+        if subscription.durable and not subscription.consumers:
+            await subscription.cursor.flush()
+        await handle.topic.remove_subscription_if_idle(subscription)
 
     def seek(self, received: frame.Frame) -> None:
         request = received.command.seek
