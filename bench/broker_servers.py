@@ -45,14 +45,24 @@ class LiteBroker:
         # Its metrics endpoint binds 0.0.0.0:8080 by default; the bench needs no metrics.
         config.write_text("[metrics]\nenabled = false\n")
         self.port = testing.free_port()
-        args = [binary_finder.find_pulsar_lite_binary(), "--config", str(config),
-                "--addr", f"127.0.0.1:{self.port}", "--db-path", str(self.directory / "db"),
-                "--log-level", "warn"]
+        args = [
+            binary_finder.find_pulsar_lite_binary(),
+            "--config",
+            str(config),
+            "--addr",
+            f"127.0.0.1:{self.port}",
+            "--db-path",
+            str(self.directory / "db"),
+            "--log-level",
+            "warn",
+        ]
         with open(self.directory / "pulsar-lite.log", "ab") as log:
-            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
-                                            cwd=self.directory)
-        testing.wait_until(lambda: testing.port_open(self.port), LITE_START_TIMEOUT_S,
-                           "pulsar-lite", self.process)
+            self.process = subprocess.Popen(
+                args, stdout=log, stderr=subprocess.STDOUT, cwd=self.directory
+            )
+        testing.wait_until(
+            lambda: testing.port_open(self.port), LITE_START_TIMEOUT_S, "pulsar-lite", self.process
+        )
         return self
 
     def stop(self) -> None:
@@ -75,7 +85,9 @@ def start_ours(directory: pathlib.Path, journal_sync: bool) -> Broker:
 
     directory.mkdir(parents=True, exist_ok=True)
     process = broker_testing.StandaloneProcess(
-        directory / "data", {"journalSyncData": str(journal_sync).lower()},
-        log_path=directory / "standalone.log")
+        directory / "data",
+        {"journalSyncData": str(journal_sync).lower()},
+        log_path=directory / "standalone.log",
+    )
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     return process.start(OURS_START_TIMEOUT_S)

@@ -57,13 +57,32 @@ FIGURES = (
 )
 
 
-def run_workload(url: str, workload: str, topic: str, seconds: float,
-                 max_messages: int) -> dict[str, float]:
+def run_workload(
+    url: str, workload: str, topic: str, seconds: float, max_messages: int
+) -> dict[str, float]:
     """One workload in a fresh client process; its JSON result."""
-    args = [sys.executable, "-m", "bench.broker_workloads", workload, "--url", url,
-            "--topic", topic, "--seconds", str(seconds), "--max-messages", str(max_messages)]
-    done = subprocess.run(args, cwd=REPO, capture_output=True, text=True,
-                          timeout=seconds + WORKLOAD_GRACE_S, check=False)
+    args = [
+        sys.executable,
+        "-m",
+        "bench.broker_workloads",
+        workload,
+        "--url",
+        url,
+        "--topic",
+        topic,
+        "--seconds",
+        str(seconds),
+        "--max-messages",
+        str(max_messages),
+    ]
+    done = subprocess.run(
+        args,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=seconds + WORKLOAD_GRACE_S,
+        check=False,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"{workload} exited {done.returncode}: {done.stderr[-2000:]}")
     result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -77,16 +96,20 @@ def measure(url: str, seconds: float, log: Callable[[str], None]) -> dict[str, f
     produced = run_workload(url, "batched_produce", topic, seconds, BATCHED_MAX_MESSAGES)
     figures["produce_msg_per_s"] = produced["msg_per_s"]
     log(f"    batched produce: {produced['messages']:.0f} msgs, {produced['msg_per_s']:,.0f} msg/s")
-    consumed = run_workload(url, "catchup_consume", topic, 2 * seconds + 5,
-                            int(produced["messages"]))
+    consumed = run_workload(
+        url, "catchup_consume", topic, 2 * seconds + 5, int(produced["messages"])
+    )
     figures["consume_msg_per_s"] = consumed["msg_per_s"]
-    log(f"    catch-up consume: {consumed['messages']:.0f} msgs, "
-        f"{consumed['msg_per_s']:,.0f} msg/s")
+    log(
+        f"    catch-up consume: {consumed['messages']:.0f} msgs, {consumed['msg_per_s']:,.0f} msg/s"
+    )
     latency = run_workload(url, "sync_latency", topic + "-sync", seconds, LATENCY_MAX_SENDS)
     figures["sync_p50_ms"] = latency["p50_ms"]
     figures["sync_p99_ms"] = latency["p99_ms"]
-    log(f"    sync publish: {latency['messages']:.0f} sends, p50 {latency['p50_ms']:.3f} ms, "
-        f"p99 {latency['p99_ms']:.3f} ms")
+    log(
+        f"    sync publish: {latency['messages']:.0f} sends, p50 {latency['p50_ms']:.3f} ms, "
+        f"p99 {latency['p99_ms']:.3f} ms"
+    )
     large = run_workload(url, "large_produce", topic + "-64k", seconds, LARGE_MAX_MESSAGES)
     figures["large_mb_per_s"] = large["mb_per_s"]
     log(f"    64 KiB produce: {large['messages']:.0f} msgs, {large['mb_per_s']:.1f} MB/s")
@@ -99,8 +122,9 @@ def start_target(name: str, directory: pathlib.Path) -> broker_servers.Broker:
     return broker_servers.start_ours(directory, journal_sync=(name == "ours-fsync"))
 
 
-def measure_target(name: str, base: pathlib.Path, seconds: float,
-                   log: Callable[[str], None]) -> dict[str, float] | None:
+def measure_target(
+    name: str, base: pathlib.Path, seconds: float, log: Callable[[str], None]
+) -> dict[str, float] | None:
     log(f"  {name}: starting")
     try:
         broker = start_target(name, base / name)
@@ -130,8 +154,10 @@ def _ratio(ours: float | None, lite: float | None) -> str:
 
 def table(results: dict[str, dict[str, float] | None]) -> list[str]:
     lite = results.get("lite")
-    header = (f"{'figure':<32}{'ours fsync':>14}{'ours no fsync':>15}{'pulsar-lite':>13}"
-              f"{'fsync/lite':>12}{'nofsync/lite':>14}")
+    header = (
+        f"{'figure':<32}{'ours fsync':>14}{'ours no fsync':>15}{'pulsar-lite':>13}"
+        f"{'fsync/lite':>12}{'nofsync/lite':>14}"
+    )
     lines = [header, "-" * len(header)]
     for figure in FIGURES:
         values = {name: (r or {}).get(figure.key) for name, r in results.items()}
@@ -140,7 +166,8 @@ def table(results: dict[str, dict[str, float] | None]) -> list[str]:
             f"{figure.label:<32}{_cell(values.get('ours-fsync')):>14}"
             f"{_cell(values.get('ours-nofsync')):>15}{_cell(lite_value):>13}"
             f"{_ratio(values.get('ours-fsync'), lite_value):>12}"
-            f"{_ratio(values.get('ours-nofsync'), lite_value):>14}")
+            f"{_ratio(values.get('ours-nofsync'), lite_value):>14}"
+        )
     return lines
 
 
@@ -155,7 +182,7 @@ def target_lines(results: dict[str, dict[str, float] | None]) -> list[str]:
     lines = []
     for text, key, bound, at_least in checks:
         target = "ours-nofsync" if key == "sync_p50_ms" else "ours-fsync"
-        for name in ((target,) if key == "sync_p50_ms" else ("ours-fsync", "ours-nofsync")):
+        for name in (target,) if key == "sync_p50_ms" else ("ours-fsync", "ours-nofsync"):
             ours = (results.get(name) or {}).get(key)
             base = lite.get(key)
             if ours is None or not base:
@@ -169,10 +196,17 @@ def target_lines(results: dict[str, dict[str, float] | None]) -> list[str]:
 
 def run(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.broker_vs_lite")
-    parser.add_argument("--seconds", type=float, default=4.0,
-                        help="seconds per throughput or latency workload (default 4)")
-    parser.add_argument("--targets", default=",".join(TARGETS),
-                        help=f"comma separated subset of {','.join(TARGETS)}")
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=4.0,
+        help="seconds per throughput or latency workload (default 4)",
+    )
+    parser.add_argument(
+        "--targets",
+        default=",".join(TARGETS),
+        help=f"comma separated subset of {','.join(TARGETS)}",
+    )
     parser.add_argument("--keep", action="store_true", help="keep data dirs and logs")
     args, _ = parser.parse_known_args(argv)
 
@@ -180,8 +214,10 @@ def run(argv: list[str]) -> None:
         print(line, flush=True)
 
     base = pathlib.Path(tempfile.mkdtemp(prefix="bench-broker-"))
-    log(f"broker vs pulsar-lite {broker_servers.lite_version()} ({base}); "
-        f"{args.seconds:g} s per workload")
+    log(
+        f"broker vs pulsar-lite {broker_servers.lite_version()} ({base}); "
+        f"{args.seconds:g} s per workload"
+    )
     started = time.monotonic()
     results: dict[str, dict[str, float] | None] = {}
     try:

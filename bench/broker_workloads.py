@@ -38,8 +38,9 @@ def _client(url: str) -> pulsar.Client:
     return pulsar.Client(url, operation_timeout_seconds=30, logger=logger)
 
 
-def _send_for(producer: pulsar.Producer, payload: bytes, max_messages: int,
-              seconds: float) -> tuple[int, float]:
+def _send_for(
+    producer: pulsar.Producer, payload: bytes, max_messages: int, seconds: float
+) -> tuple[int, float]:
     """Send asynchronously until `max_messages` or `seconds`, then flush; (sent, elapsed)."""
     started = time.perf_counter()
     deadline = started + seconds
@@ -55,12 +56,17 @@ def _send_for(producer: pulsar.Producer, payload: bytes, max_messages: int,
 
 def batched_produce(client: pulsar.Client, args: argparse.Namespace) -> dict[str, float]:
     producer = client.create_producer(
-        args.topic, batching_enabled=True, batching_max_messages=BATCH_MAX_MESSAGES,
+        args.topic,
+        batching_enabled=True,
+        batching_max_messages=BATCH_MAX_MESSAGES,
         batching_max_publish_delay_ms=BATCH_DELAY_MS,
         batching_max_allowed_size_in_bytes=4 * 1024 * 1024,
-        max_pending_messages=SMALL_PENDING_MAX, block_if_queue_full=True)
-    sent, elapsed = _send_for(producer, os.urandom(SMALL_PAYLOAD_BYTES), args.max_messages,
-                              args.seconds)
+        max_pending_messages=SMALL_PENDING_MAX,
+        block_if_queue_full=True,
+    )
+    sent, elapsed = _send_for(
+        producer, os.urandom(SMALL_PAYLOAD_BYTES), args.max_messages, args.seconds
+    )
     producer.close()
     return {"messages": sent, "seconds": elapsed, "msg_per_s": sent / elapsed}
 
@@ -68,9 +74,12 @@ def batched_produce(client: pulsar.Client, args: argparse.Namespace) -> dict[str
 def catchup_consume(client: pulsar.Client, args: argparse.Namespace) -> dict[str, float]:
     """Read a backlog of `max_messages` from the start with a new subscription, acking cumulatively."""
     started = time.perf_counter()
-    consumer = client.subscribe(args.topic, "bench-catchup",
-                                initial_position=pulsar.InitialPosition.Earliest,
-                                receiver_queue_size=args.receiver_queue_size)
+    consumer = client.subscribe(
+        args.topic,
+        "bench-catchup",
+        initial_position=pulsar.InitialPosition.Earliest,
+        receiver_queue_size=args.receiver_queue_size,
+    )
     received = 0
     message = None
     deadline = started + args.seconds
@@ -107,19 +116,30 @@ def sync_latency(client: pulsar.Client, args: argparse.Namespace) -> dict[str, f
         latencies_ms.append((time.perf_counter() - started) * 1000)
     producer.close()
     latencies_ms.sort()
-    return {"messages": len(latencies_ms), "p50_ms": _percentile(latencies_ms, 50),
-            "p99_ms": _percentile(latencies_ms, 99), "max_ms": latencies_ms[-1]}
+    return {
+        "messages": len(latencies_ms),
+        "p50_ms": _percentile(latencies_ms, 50),
+        "p99_ms": _percentile(latencies_ms, 99),
+        "max_ms": latencies_ms[-1],
+    }
 
 
 def large_produce(client: pulsar.Client, args: argparse.Namespace) -> dict[str, float]:
-    producer = client.create_producer(args.topic, batching_enabled=False,
-                                      max_pending_messages=LARGE_PENDING_MAX,
-                                      block_if_queue_full=True)
-    sent, elapsed = _send_for(producer, os.urandom(LARGE_PAYLOAD_BYTES), args.max_messages,
-                              args.seconds)
+    producer = client.create_producer(
+        args.topic,
+        batching_enabled=False,
+        max_pending_messages=LARGE_PENDING_MAX,
+        block_if_queue_full=True,
+    )
+    sent, elapsed = _send_for(
+        producer, os.urandom(LARGE_PAYLOAD_BYTES), args.max_messages, args.seconds
+    )
     producer.close()
-    return {"messages": sent, "seconds": elapsed,
-            "mb_per_s": sent * LARGE_PAYLOAD_BYTES / elapsed / 1e6}
+    return {
+        "messages": sent,
+        "seconds": elapsed,
+        "mb_per_s": sent * LARGE_PAYLOAD_BYTES / elapsed / 1e6,
+    }
 
 
 WORKLOADS: dict[str, Callable[[pulsar.Client, argparse.Namespace], dict[str, float]]] = {

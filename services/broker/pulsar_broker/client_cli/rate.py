@@ -25,8 +25,7 @@ class RateLimiter:
             return
         now = self._clock()
         burst_floor = now - 1.0
-        if self._next < burst_floor:
-            self._next = burst_floor
+        self._next = max(self._next, burst_floor)
         if self._next > now:
             self._sleep(self._next - now)
         self._next += 1.0 / self.rate

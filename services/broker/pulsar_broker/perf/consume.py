@@ -12,7 +12,8 @@ import time
 
 import pulsar
 
-from pulsar_broker.client_cli import connection, consume as client_consume, rate
+from pulsar_broker.client_cli import connection, rate
+from pulsar_broker.client_cli import consume as client_consume
 from pulsar_broker.perf import control, histogram, options, stats
 
 RECEIVE_SLICE_MS = 200

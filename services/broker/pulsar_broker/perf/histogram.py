@@ -18,8 +18,7 @@ PERCENTILES = (50.0, 95.0, 99.0, 99.9, 99.99)
 
 def bucket_of(value: int) -> int:
     """The lowest value of the bucket `value` falls in."""
-    if value < 0:
-        value = 0
+    value = max(value, 0)
     shift = value.bit_length() - SIGNIFICANT_BITS
     if shift <= 0:
         return value
@@ -58,8 +57,7 @@ class Histogram:
         self.counts[bucket] = self.counts.get(bucket, 0) + 1
         self.count += 1
         self.total += value_us
-        if value_us > self.max:
-            self.max = value_us
+        self.max = max(self.max, value_us)
 
     def add(self, other: Histogram) -> None:
         for bucket, count in other.counts.items():

@@ -1,0 +1,66 @@
+"""`pulsar-client produce` and `consume` end to end against a real `pulsar standalone`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+BOUNDARY = "----- got message -----"
+
+
+def _messages(stdout: str) -> list[str]:
+    """The line printed after each boundary."""
+    lines = stdout.splitlines()
+    return [lines[i + 1] for i, line in enumerate(lines) if line == BOUNDARY]
+
+
+def test_produced_messages_are_consumed_with_key_properties_and_content(pulsar_client, topic):
+    produced = pulsar_client("produce", topic, "-m", "hello", "-m", "world", "-n", "2",
+                             "-k", "key-1", "-p", "colour=blue", "-p", "size=10")
+    assert produced.returncode == 0, produced.stderr
+    assert "4 messages successfully produced" in produced.stdout
+
+    consumed = pulsar_client("consume", topic, "-s", "sub", "-p", "Earliest", "-n", "4")
+    assert consumed.returncode == 0, consumed.stderr
+    assert _messages(consumed.stdout) == [
+        f"key:[key-1], properties:[colour=blue, size=10], content:{word}"
+        for word in ("hello", "world", "hello", "world")
+    ]
+    assert "4 messages successfully consumed" in consumed.stdout
+
+
+def test_messages_without_key_or_properties_print_null_key_and_empty_properties(
+        pulsar_client, topic):
+    assert pulsar_client("produce", topic, "-m", "a,b").returncode == 0
+    consumed = pulsar_client("consume", topic, "-s", "sub", "-t", "Shared", "-p", "Earliest",
+                             "-n", "2")
+    assert consumed.returncode == 0, consumed.stderr
+    assert _messages(consumed.stdout) == ["key:[null], properties:[], content:a",
+                                          "key:[null], properties:[], content:b"]
+
+
+def test_files_are_sent_whole_after_messages_and_acked_messages_are_not_consumed_again(
+        pulsar_client, topic, tmp_path):
+    body = tmp_path / "body.txt"
+    body.write_text("line one, with a comma")
+    assert pulsar_client("produce", topic, "-m", "first", "-f", str(body)).returncode == 0
+    first = pulsar_client("consume", topic, "-s", "sub", "-p", "Earliest", "-n", "1")
+    assert _messages(first.stdout) == ["key:[null], properties:[], content:first"]
+    second = pulsar_client("consume", topic, "-s", "sub", "-n", "1")
+    assert _messages(second.stdout) == ["key:[null], properties:[], content:line one, with a comma"]
+
+
+def test_produce_without_messages_is_a_usage_error():
+    done = subprocess.run([sys.executable, "-m", "pulsar_broker.client_cli.main",
+                           "produce", "persistent://public/default/nothing"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 1
+    assert "nothing to send" in done.stderr
+
+
+def test_consume_requires_a_subscription_name():
+    done = subprocess.run([sys.executable, "-m", "pulsar_broker.client_cli.main",
+                           "consume", "persistent://public/default/nothing"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert "--subscription-name" in done.stderr

@@ -1,0 +1,49 @@
+"""`pulsar-perf produce` and `consume` end to end: rate lines, summaries and percentiles."""
+
+from __future__ import annotations
+
+import re
+
+SUMMARY = re.compile(r"Aggregated throughput stats --- ([\d,]+) records (sent|received) --- "
+                     r"[\d.]+ msg/s --- [\d.]+ Mbit/s")
+LATENCY = re.compile(r"Aggregated latency stats --- Latency: mean: [\d.]+ ms - med: [\d.]+ - "
+                     r"95pct: [\d.]+ - 99pct: [\d.]+ - 99.9pct: [\d.]+ - 99.99pct: [\d.]+ - "
+                     r"Max: [\d.]+")
+
+
+def _records(stdout: str) -> int:
+    match = SUMMARY.search(stdout)
+    assert match, stdout
+    return int(match.group(1).replace(",", ""))
+
+
+def test_produce_then_consume_report_rates_and_the_same_record_count(pulsar_perf, topic):
+    produced = pulsar_perf("produce", topic, "-time", "2", "-i", "0.5", "-s", "100",
+                           "-r", "2000")
+    assert produced.returncode == 0, produced.stderr
+    assert re.search(r"Throughput produced: [\d,]+ msg --- [\d.]+ msg/s --- [\d.]+ Mbit/s --- "
+                     r"failure [\d.]+ msg/s --- Latency: mean: ", produced.stdout), produced.stdout
+    assert LATENCY.search(produced.stdout), produced.stdout
+    sent = _records(produced.stdout)
+    assert sent > 0
+
+    consumed = pulsar_perf("consume", topic, "-sp", "Earliest", "-m", str(sent),
+                           "-time", "60", "-i", "0.5")
+    assert consumed.returncode == 0, consumed.stderr
+    assert _records(consumed.stdout) == sent
+    assert LATENCY.search(consumed.stdout), consumed.stdout
+
+
+def test_unbatched_producers_over_several_topics_stop_at_the_message_count(pulsar_perf, topic):
+    produced = pulsar_perf("produce", topic, "-db", "-t", "2", "-n", "2", "-m", "200",
+                           "-i", "0.5")
+    assert produced.returncode == 0, produced.stderr
+    assert "Created 4 producers" in produced.stdout
+    assert _records(produced.stdout) == 200
+    assert LATENCY.search(produced.stdout), produced.stdout
+
+    consumed = pulsar_perf("consume", topic, "-t", "2", "-st", "Shared", "-n", "2",
+                           "-sp", "Earliest", "-m", "200", "-time", "60", "-i", "0.5")
+    assert consumed.returncode == 0, consumed.stderr
+    assert "Created 4 consumers" in consumed.stdout
+    assert _records(consumed.stdout) == 200
