@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 
-from pulsar_common.wire import batch
-
 from pulsar_broker.admin_cli import client, output
 
 PROPERTY_PREFIX = "x-pulsar-property-"
@@ -40,6 +38,8 @@ def print_messages(admin: client.AdminClient, subscription_path: str, count: int
         publish_time = headers.get("x-pulsar-publish-time", "")
         in_batch = headers.get("x-pulsar-num-batch-message")
         if in_batch is not None:
+            from pulsar_common.wire import batch  # Only peeking needs protobuf.
+
             for single in batch.unpack_batch(reply.body, int(in_batch)):
                 properties = {kv.key: kv.value for kv in single.metadata.properties}
                 _print_one(f"Batch Message ID: {message_id}:{single.batch_index}", publish_time,

@@ -1,0 +1,66 @@
+"""The web app of an in-process standalone: the add-entry latency hook and app shutdown."""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+from aiohttp import web
+from prometheus_client.parser import text_string_to_metric_families
+
+from pulsar_common import testing
+
+from pulsar_broker import standalone as standalone_module
+from pulsar_broker.web import app as web_app
+from pulsar_broker.web import metrics
+
+
+@pytest.fixture
+async def running(tmp_path: pathlib.Path) -> AsyncIterator[standalone_module.Standalone]:
+    overrides = {"brokerServicePort": str(testing.free_port()),
+                 "webServicePort": str(testing.free_port()),
+                 "bookiePort": str(testing.free_port()),
+                 "advertisedAddress": "127.0.0.1", "bindAddress": "127.0.0.1",
+                 "journalSyncData": "false"}
+    data_dir = tmp_path / "data"
+    settings = standalone_module.load_settings(data_dir, None, overrides)
+    instance = standalone_module.Standalone(data_dir, settings)
+    await instance.start()
+    try:
+        yield instance
+    finally:
+        await instance.stop()
+
+
+async def test_add_entry_latency_hook_feeds_the_histogram(
+        running: standalone_module.Standalone) -> None:
+    assert running.service is not None
+    topic = "persistent://public/default/latency"
+    metrics.record_add_entry_latency(topic, 0.003)
+    metrics.record_add_entry_latency(topic, 0.3)
+    async with aiohttp.ClientSession() as session:
+        async with session.get(f"{running.service.web_service_url}/metrics") as response:
+            text = await response.text()
+    samples = {
+        (s.name, s.labels.get("le")): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.labels.get("topic") == topic
+    }
+    assert samples[("pulsar_storage_write_latency_seconds_count", None)] == 2
+    assert samples[("pulsar_storage_write_latency_seconds_bucket", "0.005")] == 1
+    assert samples[("pulsar_storage_write_latency_seconds_bucket", "1.0")] == 2
+    assert samples[("pulsar_storage_write_latency_seconds_sum", None)] == pytest.approx(0.303)
+
+
+async def test_a_cleaned_up_app_no_longer_receives_latency_samples(
+        running: standalone_module.Standalone) -> None:
+    assert running.service is not None
+    live_before = len(metrics._live)
+    runner = web.AppRunner(web_app.create_app(running.service))
+    await runner.setup()
+    assert len(metrics._live) == live_before + 1
+    await runner.cleanup()
+    assert len(metrics._live) == live_before
