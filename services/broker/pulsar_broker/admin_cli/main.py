@@ -12,8 +12,16 @@ import os
 import sys
 from collections.abc import Sequence
 
-from pulsar_broker.admin_cli import brokers, client, clusters, namespaces, output, tenants, topics
-from pulsar_broker.admin_cli import units
+from pulsar_broker.admin_cli import (
+    brokers,
+    client,
+    clusters,
+    namespaces,
+    output,
+    tenants,
+    topics,
+    units,
+)
 
 DEFAULT_ADMIN_URL = "http://localhost:8080"
 

@@ -10,7 +10,6 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
-
 from pulsar_common import errors as common_errors
 from pulsar_common import naming
 

@@ -15,7 +15,6 @@ import struct
 import time
 
 from aiohttp import web
-
 from pulsar_common import naming
 from pulsar_common.wire import pulsar_api_pb2 as pb
 
@@ -39,7 +38,7 @@ def heartbeat_entry(producer_name: str, sequence_id: int, payload: bytes) -> byt
     """One stored entry (metadataSize | MessageMetadata | payload), as a producer sends it."""
     metadata = pb.MessageMetadata(producer_name=producer_name, sequence_id=sequence_id,
                                   publish_time=int(time.time() * 1000))
-    raw = metadata.SerializeToString()
+    raw: bytes = metadata.SerializeToString()
     return struct.pack(">I", len(raw)) + raw + payload
 
 

@@ -12,7 +12,6 @@ import re
 from typing import Any
 
 from aiohttp import web
-
 from pulsar_common import naming
 
 from pulsar_broker import errors

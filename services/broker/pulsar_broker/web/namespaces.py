@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
-
 from pulsar_common import naming
 
 from pulsar_broker import errors, resources
@@ -253,9 +252,13 @@ async def set_backlog_quota(request: web.Request) -> web.Response:
     body = await http.body_json(request)
     if not isinstance(body, dict):
         raise errors.InvalidRequestError("Backlog quota must be a JSON object")
-    quota = {"limitSize": int(body.get("limitSize", body.get("limit", -1))),
-             "limitTime": int(body.get("limitTime", -1)),
-             "policy": body.get("policy", "producer_request_hold")}
+    try:
+        size: Any = body.get("limitSize", body.get("limit", -1))
+        quota = {"limitSize": int(size),
+                 "limitTime": int(body.get("limitTime", -1)),
+                 "policy": str(body.get("policy", "producer_request_hold"))}
+    except (TypeError, ValueError) as exc:
+        raise errors.InvalidRequestError("Backlog quota limits must be integers") from exc
 
     def change(policies: dict[str, Any]) -> None:
         policies.setdefault("backlog_quota_map", {})

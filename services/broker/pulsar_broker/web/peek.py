@@ -13,10 +13,9 @@ import datetime
 import json
 
 from aiohttp import web
-
 from pulsar_common.wire import compression
-from pulsar_common.wire import pulsar_api_pb2 as pb
 from pulsar_common.wire import entry as wire_entry
+from pulsar_common.wire import pulsar_api_pb2 as pb
 
 from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
@@ -47,7 +46,7 @@ async def nth_unacknowledged(ledger: ml.ManagedLedger, cursor: ml.ManagedCursor,
 
 def format_time_ms(ms: int) -> str:
     """Apache's header time format: ISO 8601 in UTC with milliseconds."""
-    moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.timezone.utc)
+    moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 

@@ -9,12 +9,10 @@ import aiohttp
 import pytest
 from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
-
-from pulsar_common import testing
-
 from pulsar_broker import standalone as standalone_module
 from pulsar_broker.web import app as web_app
 from pulsar_broker.web import metrics
+from pulsar_common import testing
 
 
 @pytest.fixture
@@ -40,9 +38,9 @@ async def test_add_entry_latency_hook_feeds_the_histogram(
     topic = "persistent://public/default/latency"
     metrics.record_add_entry_latency(topic, 0.003)
     metrics.record_add_entry_latency(topic, 0.3)
-    async with aiohttp.ClientSession() as session:
-        async with session.get(f"{running.service.web_service_url}/metrics") as response:
-            text = await response.text()
+    url = f"{running.service.web_service_url}/metrics"
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        text = await response.text()
     samples = {
         (s.name, s.labels.get("le")): s.value
         for family in text_string_to_metric_families(text)

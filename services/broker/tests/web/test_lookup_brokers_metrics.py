@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pulsar
-
 from pulsar_broker import testing as broker_testing
 
 if TYPE_CHECKING:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from pulsar_broker.admin_cli import topics as cli_topics
 from pulsar_broker.admin_cli import units
 from pulsar_broker.managed_ledger import api as ml

@@ -6,7 +6,6 @@ import time
 from typing import TYPE_CHECKING
 
 import pulsar
-
 from pulsar_common.wire import batch
 
 if TYPE_CHECKING:
