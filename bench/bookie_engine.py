@@ -22,6 +22,7 @@ import time
 from pulsar_bookie import config as bookie_config
 from pulsar_bookie import types
 from pulsar_bookie.storage import engine
+from pulsar_common import config
 
 KEY = b"bench"
 SIZES = (100, 1024, 64 * 1024)
@@ -69,8 +70,11 @@ def disk_fdatasync_bandwidth(
         path.unlink()
 
 
-async def _run_one(directory: pathlib.Path, size: int, sync: bool, seconds: float) -> Result:
-    conf = bookie_config.BookieConfig(
+async def _run_one(
+    directory: pathlib.Path, size: int, sync: bool, seconds: float, overrides: dict[str, str]
+) -> Result:
+    conf = dataclasses.replace(
+        config.load(bookie_config.BookieConfig, overrides=overrides),
         journalDirectory=str(directory / "journal"),
         ledgerDirectories=(str(directory / "ledgers"),),
         journalSyncData=sync,
@@ -123,24 +127,36 @@ def run(argv: list[str]) -> None:
     parser.add_argument("--seconds", type=float, default=5.0, help="seconds per measurement")
     parser.add_argument("--no-uvloop", action="store_true")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    parser.add_argument(
+        "--conf", action="append", default=[], help="bookie setting key=value (repeatable)"
+    )
     args = parser.parse_args(argv)
     base = pathlib.Path(tempfile.mkdtemp(prefix="bench-bookie-", dir=args.dir))
     try:
-        disk = disk_fdatasync_bandwidth(base, min(args.seconds, 3.0))
-        print(f"disk: sequential 1 MiB writes + fdatasync: {disk:.1f} MB/s  ({base})")
+        print(
+            f"in {base}; 'disk MB/s' = sequential 1 MiB writes + fdatasync, measured right before each row"
+        )
         print(
             f"{'entry':>7} {'fsync':>5} {'adds/s':>9} {'MB/s':>7} {'p50 ms':>7} {'p99 ms':>7}"
-            f" {'adds/fsync':>10} {'of disk':>7}"
+            f" {'adds/fsync':>10} {'disk MB/s':>9} {'of disk':>7}"
         )
         for size in (int(s) for s in args.sizes.split(",")):
             for sync in (True, False):
+                disk = disk_fdatasync_bandwidth(base, min(args.seconds, 2.0))
                 directory = base / f"{size}-{sync}"
-                result = _run_loop(directory, size, sync, args.seconds, not args.no_uvloop)
+                result = _run_loop(
+                    directory,
+                    size,
+                    sync,
+                    args.seconds,
+                    not args.no_uvloop,
+                    config.parse_overrides(args.conf),
+                )
                 per_fsync = result.adds / result.fsyncs if result.fsyncs else float("inf")
                 print(
-                    f"{size:>7} {'on' if sync else 'off':>5} {result.adds_per_s:>9.0f} {result.mb_per_s:>7.1f}"
-                    f" {result.p50_ms:>7.2f} {result.p99_ms:>7.2f} {per_fsync:>10.1f}"
-                    f" {result.mb_per_s / disk:>7.0%}",
+                    f"{size:>7} {'on' if sync else 'off':>5} {result.adds_per_s:>9.0f}"
+                    f" {result.mb_per_s:>7.1f} {result.p50_ms:>7.2f} {result.p99_ms:>7.2f}"
+                    f" {per_fsync:>10.1f} {disk:>9.1f} {result.mb_per_s / disk:>7.0%}",
                     flush=True,
                 )
                 shutil.rmtree(directory, ignore_errors=True)
@@ -149,10 +165,15 @@ def run(argv: list[str]) -> None:
 
 
 def _run_loop(
-    directory: pathlib.Path, size: int, sync: bool, seconds: float, use_uvloop: bool
+    directory: pathlib.Path,
+    size: int,
+    sync: bool,
+    seconds: float,
+    use_uvloop: bool,
+    overrides: dict[str, str],
 ) -> Result:
     if use_uvloop:
         import uvloop
 
-        return uvloop.run(_run_one(directory, size, sync, seconds))
-    return asyncio.run(_run_one(directory, size, sync, seconds))
+        return uvloop.run(_run_one(directory, size, sync, seconds, overrides))
+    return asyncio.run(_run_one(directory, size, sync, seconds, overrides))

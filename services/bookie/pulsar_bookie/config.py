@@ -88,6 +88,11 @@ class BookieConfig:
     numReadWorkerThreads: int = config.setting(
         "numReadWorkerThreads", 2, "Threads reading entry logs"
     )
+    maxPendingReadRequestsPerThread: int = config.setting(
+        "maxPendingReadRequestsPerThread",
+        10000,
+        "Entry log reads waiting per read thread before reads are refused (TooManyRequests)",
+    )
     flushInterval: int = config.setting(
         "flushInterval", 60000, "Milliseconds between flushes of the write cache (checkpoints)"
     )
@@ -149,6 +154,7 @@ class BookieConfig:
             "dbStorage_writeCacheMaxSizeMb",
             "dbStorage_readAheadCacheBatchSize",
             "numReadWorkerThreads",
+            "maxPendingReadRequestsPerThread",
             "flushInterval",
             "gcWaitTime",
         ):

@@ -119,6 +119,10 @@ class LedgerStorageEngine(api.LedgerStorage):
         self._read_threads = concurrent.futures.ThreadPoolExecutor(
             conf.numReadWorkerThreads, thread_name_prefix="bookie-read"
         )
+        self._pending_log_reads = 0
+        self._pending_log_reads_max = (
+            conf.numReadWorkerThreads * conf.maxPendingReadRequestsPerThread
+        )
         self._index_lock = asyncio.Lock()
         self._flush_wanted = asyncio.Event()
         self._cache_room = asyncio.Event()
@@ -319,13 +323,24 @@ class LedgerStorageEngine(api.LedgerStorage):
             ledger_id, entry_id
         )
         if found is None:
-            assert self._reader is not None
-            found = await asyncio.get_running_loop().run_in_executor(
-                self._read_threads, self._reader.read, ledger_id, entry_id
-            )
+            found = await self._read_from_entry_logs(ledger_id, entry_id)
         if found is None:
             raise errors.NoSuchEntryError(f"entry {ledger_id}:{entry_id} is not stored here")
         return api.StoredEntry(ledger_id, entry_id, types.EntryId(found[0]), found[1])
+
+    async def _read_from_entry_logs(
+        self, ledger_id: int, entry_id: int
+    ) -> tuple[int, bytes] | None:
+        if self._pending_log_reads >= self._pending_log_reads_max:
+            raise errors.TooManyRequestsError("too many reads waiting for the entry logs")
+        assert self._reader is not None
+        self._pending_log_reads += 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(
+                self._read_threads, self._reader.read, ledger_id, entry_id
+            )
+        finally:
+            self._pending_log_reads -= 1
 
     async def read_last_add_confirmed(self, ledger_id: types.LedgerId) -> types.EntryId:
         return types.EntryId(self._info(ledger_id).last_add_confirmed)

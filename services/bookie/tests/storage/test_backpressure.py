@@ -67,3 +67,26 @@ async def test_adds_wait_for_a_slow_flush_and_give_up_after_the_throttle_time(
     await asyncio.wait_for(waiting, 30)
     assert (await bookie.read_entry(1, entry)).payload == payload
     await bookie.close()
+
+
+async def test_reads_beyond_the_pending_read_limit_are_refused(make_conf: MakeConf) -> None:
+    bookie = engine.LedgerStorageEngine(
+        make_conf(numReadWorkerThreads=1, maxPendingReadRequestsPerThread=2)
+    )
+    await bookie.start()
+    for entry in range(3):
+        await bookie.add_entry(
+            entry + 1, 0, -1, b"x", KEY
+        )  # three ledgers: no read-ahead between them
+    await bookie.flush()
+    disk_stuck = threading.Event()
+    stall = bookie._read_threads.submit(disk_stuck.wait, 60)  # white box: a stalled disk
+    waiting = [asyncio.create_task(bookie.read_entry(ledger, 0)) for ledger in (1, 2)]
+    await asyncio.sleep(0)
+    with pytest.raises(errors.TooManyRequestsError):
+        await bookie.read_entry(3, 0)
+    disk_stuck.set()
+    stall.result(10)
+    assert [(await w).payload for w in waiting] == [b"x", b"x"]
+    assert (await bookie.read_entry(3, 0)).payload == b"x"
+    await bookie.close()

@@ -12,7 +12,6 @@ import pathlib
 import random
 
 import pytest
-
 from pulsar_bookie import errors
 from pulsar_bookie.storage import engine
 
