@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import pathlib
+import threading
 
 import pytest
 from pulsar_bookie import errors
@@ -150,4 +152,36 @@ async def test_zeroed_space_after_the_last_record_is_ignored(
     await bookie.start()
     for e in range(10):
         assert (await bookie.read_entry(1, e)).payload == bytes([e]) * 300
+    await bookie.close()
+
+
+async def test_adds_complete_only_after_fdatasync_and_the_loop_keeps_taking_adds_meanwhile(
+    make_conf: MakeConf, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bookie = engine.LedgerStorageEngine(make_conf())
+    await bookie.start()
+    real_fdatasync = os.fdatasync
+    in_sync = threading.Event()
+    release = threading.Event()
+
+    def slow_fdatasync(fd: int) -> None:
+        in_sync.set()
+        assert release.wait(30)
+        real_fdatasync(fd)
+
+    monkeypatch.setattr(os, "fdatasync", slow_fdatasync)
+    first = asyncio.create_task(bookie.add_entry(1, 0, -1, b"first", KEY))
+    assert await asyncio.to_thread(in_sync.wait, 30)
+    # The journal thread is inside fdatasync: the loop still takes adds, none completes.
+    more = [asyncio.create_task(bookie.add_entry(1, e, e - 1, b"more", KEY)) for e in range(1, 101)]
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not first.done() and not any(task.done() for task in more)
+    assert bookie.stats().adds == 101
+    fsyncs = bookie.stats().journal_fsyncs
+    release.set()
+    await asyncio.wait_for(asyncio.gather(first, *more), 30)
+    # The hundred adds that queued during the sync shared few syncs.
+    assert bookie.stats().journal_fsyncs - fsyncs <= 5
+    monkeypatch.setattr(os, "fdatasync", real_fdatasync)
     await bookie.close()
