@@ -48,6 +48,7 @@ class ManagedLedgerImpl(ledger_core.ManagedLedgerCore):
         self._on_close = on_close
         self._trim_lock = asyncio.Lock()
         self._cursors: dict[str, cursor.ManagedCursorImpl] = {}
+        self._cursors_opening: dict[str, asyncio.Task[cursor.ManagedCursorImpl]] = {}
         self._non_durable: set[cursor.ManagedCursorImpl] = set()
         self._trim_task: asyncio.Task[None] | None = None
         self._trim_again = False
@@ -185,6 +186,17 @@ class ManagedLedgerImpl(ledger_core.ManagedLedgerCore):
         existing = self._cursors.get(name)
         if existing is not None and not existing.is_closed:
             return existing
+        opening = self._cursors_opening.get(name)
+        if opening is None:
+            opening = asyncio.ensure_future(self._open_cursor(name, initial_position))
+            self._cursors_opening[name] = opening
+            opening.add_done_callback(lambda _: self._cursors_opening.pop(name, None))
+        return await asyncio.shield(opening)
+
+    async def _open_cursor(
+        self, name: str, initial_position: api.InitialPosition
+    ) -> cursor.ManagedCursorImpl:
+        existing = self._cursors.get(name)
         if existing is not None:
             reopened = existing.reopen()
         else:
