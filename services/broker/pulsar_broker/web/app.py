@@ -23,6 +23,7 @@ from pulsar_broker.web import (
     lookup,
     metrics,
     namespaces,
+    rates,
     subscriptions,
     tenants,
     topics,
@@ -65,5 +66,6 @@ def create_app(service: BrokerService) -> web.Application:
     app[http.SERVICE] = service
     for module in (clusters, tenants, namespaces, topics, subscriptions, lookup, brokers):
         app.router.add_routes(module.routes)
+    rates.install(app, service)
     metrics.install(app, service)
     return app

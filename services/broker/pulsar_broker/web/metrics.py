@@ -28,6 +28,7 @@ from opentelemetry.sdk.resources import Resource
 
 from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.topics.persistent_topic import PersistentTopic
+from pulsar_broker.web import counters, rates
 
 #: Topics whose label sets are cached for the latency histogram; the cache restarts past this.
 LATENCY_LABEL_CACHE_MAX = 100_000
@@ -59,39 +60,14 @@ class TopicSample:
     subscriptions: int
     producers: int
     consumers: int
+    rates: rates.Rates = field(default_factory=rates.Rates)
     subscription_backlogs: dict[str, int] = field(default_factory=dict)
 
 
-class _OutCounters:
-    """Dispatch counters that survive consumers: a consumer's counts are kept when it leaves."""
-
-    def __init__(self) -> None:
-        self._retired: dict[str, tuple[int, int]] = {}
-        self._seen: dict[str, dict[int, tuple[Any, int, int]]] = {}
-
-    def totals(self, topic: PersistentTopic) -> tuple[int, int]:
-        key = str(topic.name)
-        current = {id(c): (c, c.msg_out, c.bytes_out)
-                   for s in topic.subscriptions.values() for c in s.consumers}
-        retired_msgs, retired_bytes = self._retired.get(key, (0, 0))
-        for consumer_id, (consumer, msgs, size) in self._seen.get(key, {}).items():
-            if current.get(consumer_id, (None,))[0] is not consumer:
-                retired_msgs += msgs
-                retired_bytes += size
-        self._retired[key] = (retired_msgs, retired_bytes)
-        self._seen[key] = current
-        return (retired_msgs + sum(m for _, m, _ in current.values()),
-                retired_bytes + sum(b for _, _, b in current.values()))
-
-    def forget_except(self, names: set[str]) -> None:
-        for key in [k for k in self._seen if k not in names]:
-            self._seen.pop(key, None)
-            self._retired.pop(key, None)
-
-
 class BrokerMetrics:
-    def __init__(self, service: BrokerService) -> None:
+    def __init__(self, service: BrokerService, tracker: rates.RateTracker) -> None:
         self.service = service
+        self.tracker = tracker
         self.registry = prometheus_client.CollectorRegistry(auto_describe=False)
         self._reader = PrometheusMetricReader(
             disable_target_info=True, scope_info_enabled=False, registry=self.registry)
@@ -99,7 +75,7 @@ class BrokerMetrics:
             metric_readers=[self._reader],
             resource=Resource.create({"service.name": "pulsar-broker"}))
         self._samples: list[TopicSample] = []
-        self._out = _OutCounters()
+        self._out = counters.OutCounters()
         self._latency_labels: dict[str, dict[str, str]] = {}
         meter = self._provider.get_meter("pulsar_broker")
         self._add_entry_latency = meter.create_histogram(
@@ -109,13 +85,13 @@ class BrokerMetrics:
         self._observe_topics(meter)
 
     def _observe_topics(self, meter: Any) -> None:
-        counters: dict[str, tuple[str, Callable[[TopicSample], int]]] = {
+        totals: dict[str, tuple[str, Callable[[TopicSample], float]]] = {
             "pulsar_in_messages": ("Messages published to the topic", lambda s: s.in_messages),
             "pulsar_in_bytes": ("Bytes published to the topic", lambda s: s.in_bytes),
             "pulsar_out_messages": ("Messages dispatched to consumers", lambda s: s.out_messages),
             "pulsar_out_bytes": ("Bytes dispatched to consumers", lambda s: s.out_bytes),
         }
-        gauges: dict[str, tuple[str, Callable[[TopicSample], int]]] = {
+        gauges: dict[str, tuple[str, Callable[[TopicSample], float]]] = {
             "pulsar_msg_backlog": ("Entries not yet acknowledged, over subscriptions",
                                    lambda s: s.backlog),
             "pulsar_storage_size": ("Bytes stored for the topic", lambda s: s.storage_size),
@@ -123,15 +99,23 @@ class BrokerMetrics:
             "pulsar_producers_count": ("Connected producers", lambda s: s.producers),
             "pulsar_consumers_count": ("Connected consumers", lambda s: s.consumers),
         }
-        for name, (description, read) in counters.items():
+        rate_gauges: dict[str, tuple[str, Callable[[TopicSample], float]]] = {
+            "pulsar_rate_in": ("Messages published per second", lambda s: s.rates.msg_rate_in),
+            "pulsar_rate_out": ("Messages dispatched per second", lambda s: s.rates.msg_rate_out),
+            "pulsar_throughput_in": ("Bytes published per second",
+                                     lambda s: s.rates.msg_throughput_in),
+            "pulsar_throughput_out": ("Bytes dispatched per second",
+                                      lambda s: s.rates.msg_throughput_out),
+        }
+        for name, (description, read) in totals.items():
             meter.create_observable_counter(name, [self._callback(read)], description=description)
-        for name, (description, read) in gauges.items():
+        for name, (description, read) in {**gauges, **rate_gauges}.items():
             meter.create_observable_gauge(name, [self._callback(read)], description=description)
         meter.create_observable_gauge(
             "pulsar_subscription_back_log", [self._subscription_backlogs],
             description="Entries not yet acknowledged by the subscription")
 
-    def _callback(self, read: Callable[[TopicSample], int]
+    def _callback(self, read: Callable[[TopicSample], float]
                   ) -> Callable[[CallbackOptions], Iterable[Observation]]:
         def observe(options: CallbackOptions) -> Iterable[Observation]:
             return [Observation(read(sample), sample.labels) for sample in self._samples]
@@ -158,7 +142,8 @@ class BrokerMetrics:
     def _sample(self, topic: PersistentTopic) -> TopicSample:
         subscriptions = list(topic.subscriptions.values())
         backlogs = {s.name: s.cursor.number_of_entries_in_backlog for s in subscriptions}
-        out_messages, out_bytes = self._out.totals(topic)
+        everyone = [c for s in subscriptions for c in s.consumers]
+        out_messages, out_bytes = self._out.totals(str(topic.name), everyone)
         return TopicSample(
             labels=self._labels(str(topic.name), str(topic.name.namespace_name)),
             in_messages=topic.msg_in, in_bytes=topic.bytes_in,
@@ -166,12 +151,13 @@ class BrokerMetrics:
             backlog=sum(backlogs.values()), storage_size=topic.ledger.total_size,
             subscriptions=len(subscriptions), producers=len(topic.producers),
             consumers=sum(len(s.consumers) for s in subscriptions),
+            rates=self.tracker.topic_rates(str(topic.name)),
             subscription_backlogs=backlogs)
 
     def render(self) -> bytes:
         topics = self.service.loaded_topics
         self._samples = [self._sample(topic) for topic in topics]
-        self._out.forget_except({str(t.name) for t in topics})
+        self._out.end_pass()
         try:
             return prometheus_client.generate_latest(self.registry)
         finally:
@@ -183,8 +169,8 @@ class BrokerMetrics:
 
 
 def install(app: web.Application, service: BrokerService) -> None:
-    """Give app its own metrics and the `/metrics` route."""
-    metrics = BrokerMetrics(service)
+    """Give app its own metrics and the `/metrics` route (after rates.install)."""
+    metrics = BrokerMetrics(service, app[rates.TRACKER_KEY])
     _live.add(metrics)
     app[METRICS_KEY] = metrics
 

@@ -12,19 +12,28 @@ from collections.abc import Iterable
 from typing import Any
 
 from pulsar_broker.topics.persistent_topic import PersistentTopic
+from pulsar_broker.web import rates
 
 #: Fields of a subscription that are not numbers to add up.
 _SUBSCRIPTION_KEEP_FIRST = ("type", "isDurable", "isReplicated")
 
 
-def topic_stats(topic: PersistentTopic) -> dict[str, Any]:
+def topic_stats(topic: PersistentTopic, tracker: rates.RateTracker) -> dict[str, Any]:
+    """The topic's stats with the tracker's rates filled in, as Apache reports them."""
     result = topic.stats()
+    name = str(topic.name)
+    topic_rates = tracker.topic_rates(name)
+    result["msgRateIn"] = topic_rates.msg_rate_in
+    result["msgThroughputIn"] = topic_rates.msg_throughput_in
+    result["msgRateOut"] = topic_rates.msg_rate_out
+    result["msgThroughputOut"] = topic_rates.msg_throughput_out
+    for sub_name, sub in result.get("subscriptions", {}).items():
+        sub_rates = tracker.subscription_rates(name, sub_name)
+        sub["msgRateOut"] = sub_rates.msg_rate_out
+        sub["msgThroughputOut"] = sub_rates.msg_throughput_out
     subscriptions = result.get("subscriptions", {}).values()
     result.setdefault("msgOutCounter", sum(s.get("msgOutCounter", 0) for s in subscriptions))
     result.setdefault("bytesOutCounter", sum(s.get("bytesOutCounter", 0) for s in subscriptions))
-    result.setdefault("msgRateOut", sum(s.get("msgRateOut", 0.0) for s in subscriptions))
-    result.setdefault("msgThroughputOut",
-                      sum(s.get("msgThroughputOut", 0.0) for s in subscriptions))
     return result
 
 
@@ -49,9 +58,9 @@ def _merge_subscriptions(all_subscriptions: Iterable[dict[str, dict[str, Any]]])
     return merged
 
 
-def partitioned_stats(partitions: int, topics: list[PersistentTopic],
-                      per_partition: bool) -> dict[str, Any]:
-    each = {str(t.name): topic_stats(t) for t in topics}
+def partitioned_stats(partitions: int, topics: list[PersistentTopic], per_partition: bool,
+                      tracker: rates.RateTracker) -> dict[str, Any]:
+    each = {str(t.name): topic_stats(t, tracker) for t in topics}
     total: dict[str, Any] = {}
     for part in each.values():
         _add_numbers(total, {k: v for k, v in part.items() if k != "subscriptions"})

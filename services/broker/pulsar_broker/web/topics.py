@@ -8,7 +8,7 @@ from aiohttp import web
 
 from pulsar_broker import errors
 from pulsar_broker.topics import entry_info
-from pulsar_broker.web import http, stats, topic_access
+from pulsar_broker.web import http, rates, stats, topic_access
 
 routes = web.RouteTableDef()
 
@@ -133,7 +133,7 @@ async def delete_partitioned_topic(request: web.Request) -> web.Response:
 @routes.get(TOPIC + "/stats")
 async def topic_stats(request: web.Request) -> web.Response:
     topic = await topic_access.existing(http.service(request), http.topic_name(request))
-    return http.ok_json(stats.topic_stats(topic))
+    return http.ok_json(stats.topic_stats(topic, request.app[rates.TRACKER_KEY]))
 
 
 @routes.get(TOPIC + "/partitioned-stats")
@@ -145,7 +145,8 @@ async def partitioned_stats(request: web.Request) -> web.Response:
         raise errors.NotFoundError("Partitioned Topic not found")
     per_partition = http.query_flag(request, "perPartition", default=True)
     topics = await topic_access.fan_out(service, name)
-    return http.ok_json(stats.partitioned_stats(count, topics, per_partition))
+    tracker = request.app[rates.TRACKER_KEY]
+    return http.ok_json(stats.partitioned_stats(count, topics, per_partition, tracker))
 
 
 @routes.get(TOPIC + "/internalStats")

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import pathlib
 from collections.abc import AsyncIterator
 
 import aiohttp
+import pulsar
 import pytest
 from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 from pulsar_broker import standalone as standalone_module
 from pulsar_broker.web import app as web_app
-from pulsar_broker.web import metrics
-from pulsar_common import testing
+from pulsar_broker.web import metrics, rates, stats
+from pulsar_common import naming, testing
 
 
 @pytest.fixture
@@ -62,3 +64,34 @@ async def test_a_cleaned_up_app_no_longer_receives_latency_samples(
     assert len(metrics._live) == live_before + 1
     await runner.cleanup()
     assert len(metrics._live) == live_before
+
+
+async def test_rates_are_counter_deltas_over_the_sampling_interval(
+        running: standalone_module.Standalone) -> None:
+    service = running.service
+    assert service is not None
+    topic = "persistent://public/default/rates"
+    tracker = rates.RateTracker(service)
+
+    def publish(count: int) -> None:
+        client = pulsar.Client(service.broker_service_url,
+                               logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
+        try:
+            producer = client.create_producer(topic, batching_enabled=False)
+            for _ in range(count):
+                producer.send(b"x" * 100)
+        finally:
+            client.close()
+
+    await asyncio.to_thread(publish, 1)
+    tracker.tick(100.0)
+    await asyncio.to_thread(publish, 10)
+    tracker.tick(102.0)
+    assert tracker.topic_rates(topic).msg_rate_in == 5.0
+    loaded = await service.get_topic(naming.TopicName.parse(topic), create=False)
+    assert loaded is not None
+    reported = stats.topic_stats(loaded, tracker)
+    assert reported["msgRateIn"] == 5.0
+    assert reported["msgThroughputIn"] > 5.0 * 100
+    tracker.tick(104.0)
+    assert tracker.topic_rates(topic).msg_rate_in == 0.0

@@ -1,0 +1,120 @@
+"""Message rates and throughputs, from counters sampled at a fixed interval.
+
+Apache's stats report msgRateIn/Out and msgThroughputIn/Out computed over
+the last stats period. A RateTracker samples every loaded topic's counters
+every RATE_INTERVAL_S and keeps the rates between its last two samples; the
+stats endpoints and /metrics read them. `tick(now_s)` is public so tests can
+drive it with their own clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from pulsar_broker.service.broker_service import BrokerService
+from pulsar_broker.topics.persistent_topic import PersistentTopic
+from pulsar_broker.web import counters
+
+#: Seconds between samples (Apache's statsUpdateFrequencyInSecs is 60; shorter reads better).
+RATE_INTERVAL_S = 10.0
+
+
+@dataclass(frozen=True)
+class Rates:
+    msg_rate_in: float = 0.0
+    msg_throughput_in: float = 0.0
+    msg_rate_out: float = 0.0
+    msg_throughput_out: float = 0.0
+
+
+@dataclass(frozen=True)
+class _Sample:
+    at_s: float
+    msg_in: int
+    bytes_in: int
+    msg_out: int
+    bytes_out: int
+
+
+def _rates(old: _Sample, new: _Sample) -> Rates:
+    elapsed = new.at_s - old.at_s
+    if elapsed <= 0:
+        return Rates()
+    return Rates(
+        msg_rate_in=max(0, new.msg_in - old.msg_in) / elapsed,
+        msg_throughput_in=max(0, new.bytes_in - old.bytes_in) / elapsed,
+        msg_rate_out=max(0, new.msg_out - old.msg_out) / elapsed,
+        msg_throughput_out=max(0, new.bytes_out - old.bytes_out) / elapsed,
+    )
+
+
+class RateTracker:
+    def __init__(self, service: BrokerService) -> None:
+        self.service = service
+        self._out = counters.OutCounters()
+        self._samples: dict[str, _Sample] = {}
+        self._rates: dict[str, Rates] = {}
+
+    def topic_rates(self, topic: str) -> Rates:
+        return self._rates.get(topic, Rates())
+
+    def subscription_rates(self, topic: str, subscription: str) -> Rates:
+        return self._rates.get(f"{topic} {subscription}", Rates())
+
+    def tick(self, now_s: float) -> None:
+        live: set[str] = set()
+        for topic in self.service.loaded_topics:
+            live.update(self._sample_topic(topic, now_s))
+        for key in [k for k in self._samples if k not in live]:
+            self._samples.pop(key, None)
+            self._rates.pop(key, None)
+        self._out.end_pass()
+
+    def _sample_topic(self, topic: PersistentTopic, now_s: float) -> list[str]:
+        name = str(topic.name)
+        everyone = [c for s in topic.subscriptions.values() for c in s.consumers]
+        msg_out, bytes_out = self._out.totals(name, everyone)
+        keys = [name]
+        self._record(name, _Sample(now_s, topic.msg_in, topic.bytes_in, msg_out, bytes_out))
+        for sub_name, subscription in topic.subscriptions.items():
+            key = f"{name} {sub_name}"
+            sub_msgs, sub_bytes = self._out.totals(key, subscription.consumers)
+            self._record(key, _Sample(now_s, 0, 0, sub_msgs, sub_bytes))
+            keys.append(key)
+        return keys
+
+    def _record(self, key: str, sample: _Sample) -> None:
+        previous = self._samples.get(key)
+        if previous is not None:
+            self._rates[key] = _rates(previous, sample)
+        self._samples[key] = sample
+
+
+TRACKER_KEY = web.AppKey("rate_tracker", RateTracker)
+
+
+def install(app: web.Application, service: BrokerService,
+            interval_s: float = RATE_INTERVAL_S) -> None:
+    """Give app a RateTracker sampled every interval_s while the app runs."""
+    tracker = RateTracker(service)
+    app[TRACKER_KEY] = tracker
+
+    async def sampling(app: web.Application) -> AsyncIterator[None]:
+        async def loop() -> None:
+            while True:
+                tracker.tick(time.monotonic())
+                await asyncio.sleep(interval_s)
+
+        task = asyncio.create_task(loop(), name="web-rate-sampler")
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    app.cleanup_ctx.append(sampling)
