@@ -417,7 +417,7 @@ class LedgerStorageEngine(api.LedgerStorage):
         newer = self._write_cache.active
         self._write_cache.active = half
         self._write_cache.flushed()
-        for (ledger, entry), (lac, payload) in newer.entries.items():
+        for ledger, entry, lac, payload in newer.items():
             half.put(ledger, entry, lac, payload)
         self._dirty |= set(snapshot)
 

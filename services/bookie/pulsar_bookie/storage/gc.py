@@ -19,6 +19,9 @@ from pulsar_bookie.storage import checkpoint, entry_log, index, records
 
 log = logging.getLogger(__name__)
 
+#: Live entries held in memory at once while compacting a log.
+COMPACTION_CHUNK_BYTES = 8 * 1024 * 1024
+
 
 @dataclasses.dataclass(frozen=True)
 class GcResult:
@@ -72,18 +75,31 @@ def _compact(
     log_id: int,
     existing: AbstractSet[int],
 ) -> None:
-    live: list[tuple[int, int, int, bytes]] = []
+    """Copy the log's live entries to the current log in chunks, then repoint the index at once."""
+    batch = index.FlushBatch()
+    touched_logs: set[int] = set()
+    chunk: list[tuple[int, int, int, bytes]] = []
+    chunk_bytes = 0
+
+    def move_chunk() -> None:
+        locations, added = logger.append(chunk)
+        batch.locations.extend((e[0], e[1], loc) for e, loc in zip(chunk, locations))
+        checkpoint.merge_usage(usage, added)
+        touched_logs.update(added)
+
     for location, body in logger.scan(log_id):
         ledger, entry, lac, payload = records.decode_entry_body(body)
         if ledger in existing and ledger_index.get_location(ledger, entry) == location:
-            live.append((ledger, entry, lac, payload))
-    batch = index.FlushBatch()
-    if live:
-        locations, added = logger.append(live)
+            chunk.append((ledger, entry, lac, payload))
+            chunk_bytes += len(payload)
+            if chunk_bytes >= COMPACTION_CHUNK_BYTES:
+                move_chunk()
+                chunk, chunk_bytes = [], 0
+    if chunk:
+        move_chunk()
+    if batch.locations:
         logger.sync()
-        batch.locations = [(e[0], e[1], loc) for e, loc in zip(live, locations)]
-        checkpoint.merge_usage(usage, added)
-        batch.log_usage = {lid: dict(usage[lid]) for lid in added}
+    batch.log_usage = {lid: dict(usage[lid]) for lid in touched_logs}
     batch.log_usage[log_id] = None
     ledger_index.commit(batch)
-    log.info("compacted entry log %x: %d live entries moved", log_id, len(live))
+    log.info("compacted entry log %x: %d live entries moved", log_id, len(batch.locations))

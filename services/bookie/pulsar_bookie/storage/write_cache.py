@@ -12,42 +12,64 @@ swapped-out half that nobody changes any more.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from pulsar_bookie.storage import records
 
 #: Bytes counted per entry beyond its payload (key, tuple, dict slot).
 ENTRY_OVERHEAD = 64
 
-# (ledger id, entry id) -> (last add confirmed, payload)
-CacheMap = dict[tuple[int, int], tuple[int, bytes]]
+# entry id -> (last add confirmed, payload), per ledger
+LedgerEntries = dict[int, tuple[int, bytes]]
 
 
 class WriteCacheHalf:
-    __slots__ = ("entries", "ledger_ids", "size_bytes")
+    """Entries grouped by ledger: a ledger's entries mostly arrive in order, so sorting is cheap."""
+
+    __slots__ = ("count", "ledgers", "size_bytes")
 
     def __init__(self) -> None:
-        self.entries: CacheMap = {}
+        self.ledgers: dict[int, LedgerEntries] = {}
         self.size_bytes = 0
-        self.ledger_ids: set[int] = set()
+        self.count = 0
 
     def put(self, ledger_id: int, entry_id: int, lac: int, payload: bytes) -> None:
-        key = (ledger_id, entry_id)
-        old = self.entries.get(key)
-        if old is not None:
+        entries = self.ledgers.get(ledger_id)
+        if entries is None:
+            entries = self.ledgers[ledger_id] = {}
+        old = entries.get(entry_id)
+        if old is None:
+            self.count += 1
+        else:
             self.size_bytes -= len(old[1]) + ENTRY_OVERHEAD
-        self.entries[key] = (lac, payload)
+        entries[entry_id] = (lac, payload)
         self.size_bytes += len(payload) + ENTRY_OVERHEAD
-        self.ledger_ids.add(ledger_id)
+
+    def get(self, ledger_id: int, entry_id: int) -> tuple[int, bytes] | None:
+        entries = self.ledgers.get(ledger_id)
+        return None if entries is None else entries.get(entry_id)
 
     def drop_ledger(self, ledger_id: int) -> None:
-        if ledger_id not in self.ledger_ids:
-            return
-        for key in [k for k in self.entries if k[0] == ledger_id]:
-            self.size_bytes -= len(self.entries.pop(key)[1]) + ENTRY_OVERHEAD
-        self.ledger_ids.discard(ledger_id)
+        entries = self.ledgers.pop(ledger_id, None)
+        if entries is not None:
+            self.count -= len(entries)
+            self.size_bytes -= sum(len(v[1]) for v in entries.values()) + ENTRY_OVERHEAD * len(
+                entries
+            )
+
+    def items(self) -> Iterator[tuple[int, int, int, bytes]]:
+        """(ledger, entry, lac, payload) in insertion order."""
+        for ledger_id, entries in self.ledgers.items():
+            for entry_id, (lac, payload) in entries.items():
+                yield ledger_id, entry_id, lac, payload
 
     def sorted_records(self) -> list[tuple[int, int, int, bytes]]:
         """(ledger, entry, lac, payload) in (ledger, entry) order, for the flush."""
-        return [(key[0], key[1], value[0], value[1]) for key, value in sorted(self.entries.items())]
+        result: list[tuple[int, int, int, bytes]] = []
+        for ledger_id in sorted(self.ledgers):
+            entries = self.ledgers[ledger_id]
+            result.extend((ledger_id, entry_id, *entries[entry_id]) for entry_id in sorted(entries))
+        return result
 
 
 class WriteCache:
@@ -60,17 +82,16 @@ class WriteCache:
         self.active.put(ledger_id, entry_id, lac, payload)
 
     def get(self, ledger_id: int, entry_id: int) -> tuple[int, bytes] | None:
-        key = (ledger_id, entry_id)
-        found = self.active.entries.get(key)
+        found = self.active.get(ledger_id, entry_id)
         if found is None and self.flushing is not None:
-            found = self.flushing.entries.get(key)
+            found = self.flushing.get(ledger_id, entry_id)
         return found
 
     def has_room(self, payload_size: int) -> bool:
         """Whether the active half takes this entry (an empty half takes any single entry)."""
         active = self.active
         return (
-            not active.entries
+            not active.count
             or active.size_bytes + payload_size + ENTRY_OVERHEAD <= self.half_size_bytes
         )
 
