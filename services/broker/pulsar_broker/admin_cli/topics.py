@@ -115,6 +115,10 @@ def _peek(admin: client.AdminClient, args: argparse.Namespace) -> None:
     peek.print_messages(admin, _sub_path(args), args.count)
 
 
+def _message_by_id(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    peek.print_message_by_id(admin, topic_path(args.topic), args.ledger_id, args.entry_id)
+
+
 def _topic_command(group: Group, name: str, help_text: str, run: Any) -> argparse.ArgumentParser:
     parser = group.command(name, help_text, run)
     parser.add_argument("topic", help="persistent://tenant/namespace/topic")
@@ -155,6 +159,9 @@ def register(groups: Any) -> None:
     _topic_command(group, "last-message-id", "Get the last message id of a topic",
                    _print("/lastMessageId"))
     _topic_command(group, "subscriptions", "Get the subscriptions of a topic", _subscriptions)
+    by_id = _topic_command(group, "get-message-by-id", "Get a message by its id", _message_by_id)
+    by_id.add_argument("-l", "--ledgerId", dest="ledger_id", type=int, required=True)
+    by_id.add_argument("-e", "--entryId", dest="entry_id", type=int, required=True)
     _topic_command(group, "unload", "Unload a topic", _unload)
     _topic_command(group, "terminate", "Terminate a topic (no more messages)", _terminate)
     _register_subscription_commands(group)

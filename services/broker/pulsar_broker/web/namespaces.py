@@ -15,6 +15,7 @@ from aiohttp import web
 from pulsar_common import naming
 
 from pulsar_broker import errors, resources
+from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.web import http
 
 routes = web.RouteTableDef()
@@ -73,11 +74,8 @@ async def get_policies(request: web.Request) -> web.Response:
     return http.ok_json(await http.service(request).resources.get_policies(ns))
 
 
-@routes.delete(NS)
-async def delete_namespace(request: web.Request) -> web.Response:
-    ns = http.namespace_name(request)
-    service = http.service(request)
-    force = http.query_flag(request, "force")
+async def remove_namespace(service: BrokerService, ns: naming.NamespaceName, force: bool) -> None:
+    """Delete a namespace; with force, its topics first (409 without force when it has any)."""
     await service.check_namespace(ns)
     topics = await service.topics_of_namespace(ns, "ALL")
     partitioned = await service.resources.list_partitioned_topics(ns, "persistent")
@@ -89,7 +87,20 @@ async def delete_namespace(request: web.Request) -> web.Response:
         except errors.NotFoundError:
             pass
     await service.resources.delete_namespace(ns)
+
+
+@routes.delete(NS)
+async def delete_namespace(request: web.Request) -> web.Response:
+    ns = http.namespace_name(request)
+    await remove_namespace(http.service(request), ns, http.query_flag(request, "force"))
     return http.no_content()
+
+
+@routes.get(NS + "/bundles")
+async def get_bundles(request: web.Request) -> web.Response:
+    ns = http.namespace_name(request)
+    policies = await http.service(request).resources.get_policies(ns)
+    return http.ok_json(policies.get("bundles") or {})
 
 
 @routes.get(NS + "/topics")

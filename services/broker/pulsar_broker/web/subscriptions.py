@@ -15,6 +15,7 @@ from aiohttp import web
 
 from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
+from pulsar_broker.managed_ledger import errors as ml_errors
 from pulsar_broker.subscriptions.subscription import Subscription
 from pulsar_broker.topics import entry_info
 from pulsar_broker.topics.persistent_topic import PersistentTopic
@@ -187,4 +188,19 @@ async def peek_nth_message(request: web.Request) -> web.Response:
     topic = await topic_access.existing(service, name)
     subscription = subscription_of(topic, request.match_info["subscription"])
     entry = await peek.nth_unacknowledged(topic.ledger, subscription.cursor, nth)
+    return peek.entry_response(entry)
+
+
+@routes.get(TOPIC + "/ledger/{ledger}/entry/{entry}")
+async def get_message_by_id(request: web.Request) -> web.Response:
+    """One entry by its position, in the same form as a peek."""
+    position = ml.Position(http.path_int(request, "ledger"), http.path_int(request, "entry"))
+    topic = await topic_access.existing(http.service(request), http.topic_name(request))
+    last = topic.ledger.last_confirmed_entry
+    if position.entry_id < 0 or position > last:
+        raise errors.NotFoundError("Message not found")
+    try:
+        entry = await topic.ledger.read_entry(position)
+    except ml_errors.ManagedLedgerError as exc:
+        raise errors.NotFoundError("Message not found") from exc
     return peek.entry_response(entry)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
+from pulsar_common import naming
 
 from pulsar_broker import errors
-from pulsar_broker.web import http
+from pulsar_broker.web import http, namespaces
 
 routes = web.RouteTableDef()
 
@@ -59,9 +60,13 @@ async def update_tenant(request: web.Request) -> web.Response:
 @routes.delete("/admin/v2/tenants/{tenant}")
 async def delete_tenant(request: web.Request) -> web.Response:
     tenant = http.check_name(request.match_info["tenant"], "Tenant")
-    resources = http.service(request).resources
+    service = http.service(request)
+    resources = service.resources
     if not await resources.tenant_exists(tenant):
         raise errors.NotFoundError("Tenant does not exist")
+    if http.query_flag(request, "force"):
+        for ns in await resources.list_namespaces(tenant):
+            await namespaces.remove_namespace(service, naming.NamespaceName.parse(ns), force=True)
     # Apache answers 409 Conflict here (its RestException for a tenant with namespaces).
     if await resources.list_namespaces(tenant):
         raise errors.ConflictError("The tenant still has active namespaces")

@@ -81,6 +81,10 @@ def test_topic_commands_with_stats_and_peek(admin: Admin, client: pulsar.Client,
     peeked = admin.ok("topics", "peek-messages", topic, "-s", "sub", "-n", "3")
     assert peeked.count("Message ID: ") == 3
     assert "|payload-2" in peeked
+    last = json.loads(admin.ok("topics", "last-message-id", topic))
+    by_id = admin.ok("topics", "get-message-by-id", topic, "-l", str(last["ledgerId"]),
+                     "-e", str(last["entryId"]))
+    assert "|payload-2" in by_id
     admin.ok("topics", "skip", topic, "-s", "sub", "-n", "1")
     admin.ok("topics", "clear-backlog", topic, "-s", "sub")
     stats = json.loads(admin.ok("topics", "stats", topic))

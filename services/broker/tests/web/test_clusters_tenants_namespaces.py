@@ -120,3 +120,20 @@ def test_namespace_with_topics_needs_force_to_delete(http: Http, unique: str) ->
     assert (refused.status, refused.reason) == (409, "Cannot delete non empty namespace")
     assert http.call("DELETE", f"/admin/v2/namespaces/{ns}?force=true").status == 204
     assert http.get(f"/admin/v2/namespaces/{ns}").status == 404
+
+
+def test_forced_tenant_delete_removes_its_namespaces_and_topics(http: Http, unique: str) -> None:
+    tenant = f"t-{unique}"
+    http.put(f"/admin/v2/tenants/{tenant}", {"allowedClusters": ["standalone"]})
+    http.put(f"/admin/v2/namespaces/{tenant}/a")
+    http.put(f"/admin/v2/namespaces/{tenant}/b")
+    assert http.put(f"/admin/v2/persistent/{tenant}/a/topic").status == 204
+    assert http.call("DELETE", f"/admin/v2/tenants/{tenant}?force=true").status == 204
+    assert http.get(f"/admin/v2/tenants/{tenant}").status == 404
+    assert tenant not in http.get("/admin/v2/tenants").json()
+
+
+def test_namespace_bundles(http: Http, unique: str) -> None:
+    http.put(f"/admin/v2/namespaces/public/bundles-{unique}", {"bundles": {"numBundles": 2}})
+    bundles = http.get(f"/admin/v2/namespaces/public/bundles-{unique}/bundles").json()
+    assert bundles == {"boundaries": ["0x00000000", "0x80000000", "0xffffffff"], "numBundles": 2}

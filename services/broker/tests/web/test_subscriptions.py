@@ -126,3 +126,14 @@ def test_partitioned_topic_subscription_is_created_on_every_partition(
         assert subs == ["all"]
     assert http.delete(f"{NS}/psub-{unique}/subscription/all").status == 204
     assert http.get(f"{NS}/psub-{unique}/subscriptions").json() == []
+
+
+def test_message_by_id_returns_that_entry(http: Http, client: pulsar.Client, unique: str) -> None:
+    topic = f"byid-{unique}"
+    ids = _publish(client, f"persistent://public/default/{topic}", 3)
+    wanted = ids[1]
+    reply = http.get(f"{NS}/{topic}/ledger/{wanted.ledger_id()}/entry/{wanted.entry_id()}")
+    assert (reply.status, reply.body) == (200, b"m1")
+    assert reply.headers["X-Pulsar-Message-ID"] == f"{wanted.ledger_id()}:{wanted.entry_id()}"
+    beyond = http.get(f"{NS}/{topic}/ledger/{wanted.ledger_id()}/entry/99")
+    assert beyond.status == 404
