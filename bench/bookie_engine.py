@@ -40,6 +40,7 @@ class Result:
     p50_ms: float
     p99_ms: float
     fsyncs: int
+    cpu_s: float
 
     @property
     def adds_per_s(self) -> float:
@@ -102,9 +103,11 @@ async def _run_one(
             entry += per_ledger
 
     fsyncs_before = bookie.stats().journal_fsyncs
+    cpu_before = time.process_time()
     started = time.perf_counter()
     await asyncio.gather(*(writer(1 + w % LEDGERS, w // LEDGERS) for w in range(in_flight)))
     elapsed = time.perf_counter() - started
+    cpu = time.process_time() - cpu_before
     fsyncs = bookie.stats().journal_fsyncs - fsyncs_before
     await bookie.close()
     latencies.sort()
@@ -116,6 +119,7 @@ async def _run_one(
         latencies[len(latencies) // 2] * 1000,
         latencies[int(len(latencies) * 0.99)] * 1000,
         fsyncs,
+        cpu,
     )
 
 
@@ -138,7 +142,7 @@ def run(argv: list[str]) -> None:
         )
         print(
             f"{'entry':>7} {'fsync':>5} {'adds/s':>9} {'MB/s':>7} {'p50 ms':>7} {'p99 ms':>7}"
-            f" {'adds/fsync':>10} {'disk MB/s':>9} {'of disk':>7}"
+            f" {'adds/fsync':>10} {'cpu us/add':>10} {'disk MB/s':>9} {'of disk':>7}"
         )
         for size in (int(s) for s in args.sizes.split(",")):
             for sync in (True, False):
@@ -156,7 +160,7 @@ def run(argv: list[str]) -> None:
                 print(
                     f"{size:>7} {'on' if sync else 'off':>5} {result.adds_per_s:>9.0f}"
                     f" {result.mb_per_s:>7.1f} {result.p50_ms:>7.2f} {result.p99_ms:>7.2f}"
-                    f" {per_fsync:>10.1f} {disk:>9.1f} {result.mb_per_s / disk:>7.0%}",
+                    f" {per_fsync:>10.1f} {result.cpu_s / result.adds * 1e6:>10.1f} {disk:>9.1f} {result.mb_per_s / disk:>7.0%}",
                     flush=True,
                 )
                 shutil.rmtree(directory, ignore_errors=True)
