@@ -1,7 +1,7 @@
 """Random concurrent workloads checked against a deliberately simple model of what was stored.
 
-Adds, reads, flushes, garbage collection with compaction, deletions, fences and
-restarts interleave; after every round each ledger must read back exactly as
+Adds, reads, flushes, garbage collection with compaction, deletions, fences,
+restarts and simulated crashes interleave; after every round each ledger must read back exactly as
 the model says. Two journal directories spread the ledgers over two journals.
 """
 
@@ -12,10 +12,11 @@ import pathlib
 import random
 
 import pytest
+from pulsar_bookie import config as bookie_config
 from pulsar_bookie import errors
 from pulsar_bookie.storage import engine
 
-from .conftest import KEY, MakeConf
+from .conftest import KEY, MakeConf, freeze_as_crashed, restore_crashed
 
 
 class Model:
@@ -71,6 +72,19 @@ async def _round(bookie: engine.LedgerStorageEngine, model: Model, rng: random.R
     await asyncio.gather(*calls)
 
 
+async def _crash_and_restart(
+    bookie: engine.LedgerStorageEngine, conf: bookie_config.BookieConfig, tmp_path: pathlib.Path
+) -> engine.LedgerStorageEngine:
+    """Restart from a copy of the disk taken with no flush or GC running: a crash at that moment."""
+    async with bookie._index_lock:  # white box: hold off background flushes while copying
+        frozen = freeze_as_crashed(tmp_path)
+    await bookie.close()
+    restore_crashed(tmp_path, frozen)
+    bookie = engine.LedgerStorageEngine(conf)
+    await bookie.start()
+    return bookie
+
+
 @pytest.mark.parametrize("seed", [11, 12, 13])
 async def test_random_operations_match_the_model(
     make_conf: MakeConf, tmp_path: pathlib.Path, seed: int
@@ -106,6 +120,8 @@ async def test_random_operations_match_the_model(
                 await bookie.close()
                 bookie = engine.LedgerStorageEngine(conf)
                 await bookie.start()
+            elif event < 0.45:
+                bookie = await _crash_and_restart(bookie, conf, tmp_path)
             await _check(bookie, model, rng)
     finally:
         await bookie.close()
