@@ -95,3 +95,17 @@ async def test_rates_are_counter_deltas_over_the_sampling_interval(
     assert reported["msgThroughputIn"] > 5.0 * 100
     tracker.tick(104.0)
     assert tracker.topic_rates(topic).msg_rate_in == 0.0
+
+
+async def test_health_check_fails_with_a_reason_when_storage_is_gone(
+        running: standalone_module.Standalone) -> None:
+    service = running.service
+    assert service is not None
+    url = f"{service.web_service_url}/admin/v2/brokers/health"
+    async with aiohttp.ClientSession() as session:
+        async with session.get(url) as healthy:
+            assert (healthy.status, await healthy.text()) == (200, "ok")
+        await service.ledger_factory.shutdown()
+        async with session.get(url) as broken:
+            assert broken.status == 500
+            assert (await broken.json())["reason"]
