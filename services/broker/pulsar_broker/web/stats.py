@@ -18,9 +18,24 @@ from pulsar_broker.web import rates
 _SUBSCRIPTION_KEEP_FIRST = ("type", "isDurable", "isReplicated")
 
 
-def topic_stats(topic: PersistentTopic, tracker: rates.RateTracker) -> dict[str, Any]:
+#: TopicStats fields Apache always renders, for features this broker does not have.
+_TOPIC_STATS_DEFAULTS: dict[str, Any] = {
+    "msgChunkPublished": False,
+    "offloadedStorageSize": 0,
+    "waitingPublishers": 0,
+    "compaction": {"lastCompactionRemovedEventCount": 0, "lastCompactionSucceedTimestamp": 0,
+                   "lastCompactionFailedTimestamp": 0, "lastCompactionDurationTimeInMills": 0},
+}
+_COMPACTED_LEDGER_NONE = {"ledgerId": -1, "entries": -1, "size": -1, "offloaded": False,
+                          "underReplicated": False}
+
+
+def topic_stats(topic: PersistentTopic, tracker: rates.RateTracker,
+                owner_broker: str = "") -> dict[str, Any]:
     """The topic's stats with the tracker's rates filled in, as Apache reports them."""
-    result = topic.stats()
+    result = {**_TOPIC_STATS_DEFAULTS, **topic.stats()}
+    if owner_broker:
+        result.setdefault("ownerBroker", owner_broker)
     name = str(topic.name)
     topic_rates = tracker.topic_rates(name)
     result["msgRateIn"] = topic_rates.msg_rate_in
@@ -56,6 +71,20 @@ def _merge_subscriptions(all_subscriptions: Iterable[dict[str, dict[str, Any]]])
             target = merged.setdefault(name, {k: sub[k] for k in _SUBSCRIPTION_KEEP_FIRST if k in sub})
             _add_numbers(target, {k: v for k, v in sub.items() if k not in _SUBSCRIPTION_KEEP_FIRST})
     return merged
+
+
+def internal_stats(topic: PersistentTopic) -> dict[str, Any]:
+    """The managed ledger's internal stats, with Apache's fields for absent features."""
+    result = topic.internal_stats()
+    result.setdefault("pendingAddEntriesCount", 0)
+    result.setdefault("waitingCursorsCount", 0)
+    result.setdefault("schemaLedgers", [])
+    result.setdefault("compactedLedger", dict(_COMPACTED_LEDGER_NONE))
+    for name, cursor in result.get("cursors", {}).items():
+        subscription = topic.subscriptions.get(name)
+        cursor.setdefault("state", "Open")
+        cursor.setdefault("active", bool(subscription and subscription.consumers))
+    return result
 
 
 def partitioned_stats(partitions: int, topics: list[PersistentTopic], per_partition: bool,

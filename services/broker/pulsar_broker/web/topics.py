@@ -132,8 +132,9 @@ async def delete_partitioned_topic(request: web.Request) -> web.Response:
 
 @routes.get(TOPIC + "/stats")
 async def topic_stats(request: web.Request) -> web.Response:
-    topic = await topic_access.existing(http.service(request), http.topic_name(request))
-    return http.ok_json(stats.topic_stats(topic, request.app[rates.TRACKER_KEY]))
+    service = http.service(request)
+    topic = await topic_access.existing(service, http.topic_name(request))
+    return http.ok_json(stats.topic_stats(topic, request.app[rates.TRACKER_KEY], service.broker_id))
 
 
 @routes.get(TOPIC + "/partitioned-stats")
@@ -152,7 +153,7 @@ async def partitioned_stats(request: web.Request) -> web.Response:
 @routes.get(TOPIC + "/internalStats")
 async def internal_stats(request: web.Request) -> web.Response:
     topic = await topic_access.existing(http.service(request), http.topic_name(request))
-    return http.ok_json(topic.internal_stats())
+    return http.ok_json(stats.internal_stats(topic))
 
 
 @routes.get(TOPIC + "/lastMessageId")
