@@ -55,13 +55,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{/*
 RBAC rules for the custom resources the operator reconciles. They are read
 from the chart's own crds/ folder, so a CRD added there is covered without
-editing this file: the resource itself, its status and its finalizers.
+editing this file: the resource itself, its status and its finalizers
+(compute.functionmesh.io only with functionMesh.enabled).
 */}}
 {{- define "pulsar-operator.customResourceRules" -}}
 {{- range $path, $_ := .Files.Glob "crds/*.yaml" }}
 {{- range $doc := splitList "\n---" ($.Files.Get $path) }}
 {{- $crd := fromYaml $doc }}
-{{- if and $crd.spec (eq (default "" $crd.kind) "CustomResourceDefinition") }}
+{{- $skipped := and (eq (dig "spec" "group" "" $crd) "compute.functionmesh.io") (not $.Values.functionMesh.enabled) }}
+{{- if and $crd.spec (eq (default "" $crd.kind) "CustomResourceDefinition") (not $skipped) }}
 - apiGroups: [{{ $crd.spec.group | quote }}]
   resources:
     - {{ $crd.spec.names.plural }}
@@ -79,7 +81,7 @@ editing this file: the resource itself, its status and its finalizers.
 {{/*
 RBAC rules for the objects the operator creates and owns for each
 PulsarCluster and Function, plus what kopf itself needs in a watched
-namespace (events, peering).
+namespace (events).
 */}}
 {{- define "pulsar-operator.workloadRules" -}}
 - apiGroups: ["apps"]

@@ -145,14 +145,27 @@ def test_sample_values_render_valid_kubernetes_objects(
     validate_manifests(manifests)
 
 
+def operator_args(manifests: list[dict[str, Any]]) -> list[str]:
+    container = one(manifests, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"] == ["pulsar"]
+    args: list[str] = container["args"]
+    assert args[0] == "operator"
+    return args[1:]
+
+
+def namespace_flags(args: list[str]) -> list[str]:
+    return [a.split("=", 1)[1] for a in args if a.startswith("--namespace=")]
+
+
 def test_operator_runs_one_replica_of_pulsar_operator_watching_the_release_namespace(
     render_chart: Any,
 ) -> None:
-    deployment = one(render_chart(CHART, namespace="streaming"), "Deployment")
-    assert deployment["spec"]["replicas"] == 1
-    container = deployment["spec"]["template"]["spec"]["containers"][0]
-    assert container["command"] == ["pulsar"]
-    assert container["args"] == ["operator", "--namespace=streaming"]
+    manifests = render_chart(CHART, namespace="streaming")
+    assert one(manifests, "Deployment")["spec"]["replicas"] == 1
+    args = operator_args(manifests)
+    assert namespace_flags(args) == ["streaming"]
+    assert "--all-namespaces" not in args
+    assert "--lease-namespace=streaming" in args and "--no-leader-election" not in args
 
 
 def test_liveness_probe_targets_kopf_health_endpoint(render_chart: Any) -> None:
@@ -178,9 +191,9 @@ def test_namespaced_rbac_grants_what_the_operator_uses_in_each_watched_namespace
     values = {"watch": {"allNamespaces": False, "namespaces": ["team-a", "team-b"]}}
     manifests = render_chart(CHART, values, namespace="operators")
     sa = one(manifests, "ServiceAccount")
-    container = one(manifests, "Deployment")["spec"]["template"]["spec"]["containers"][0]
-    assert container["args"] == ["operator", "--namespace=team-a", "--namespace=team-b"]
-    assert sorted(r["metadata"]["namespace"] for r in by_kind(manifests, "Role")) == ["team-a", "team-b"]
+    assert namespace_flags(operator_args(manifests)) == ["team-a", "team-b"]
+    workload_roles = [r for r in by_kind(manifests, "Role") if r["metadata"]["name"] == "test-pulsar-operator"]
+    assert sorted(r["metadata"]["namespace"] for r in workload_roles) == ["team-a", "team-b"]
     needs = {**OPERATOR_USES, **custom_resource_needs()}
     for namespace in ("team-a", "team-b"):
         rules = bound_rules(manifests, sa, namespace=namespace)
@@ -210,13 +223,59 @@ def test_all_namespaces_mode_uses_a_cluster_role_and_the_all_namespaces_flag(
     render_chart: Any,
 ) -> None:
     manifests = render_chart(CHART, {"watch": {"allNamespaces": True, "namespaces": []}})
-    container = one(manifests, "Deployment")["spec"]["template"]["spec"]["containers"][0]
-    assert container["args"] == ["operator", "--all-namespaces"]
-    assert by_kind(manifests, "Role") == []
+    args = operator_args(manifests)
+    assert "--all-namespaces" in args and namespace_flags(args) == []
+    # The only Role left is the one for the Lease.
+    assert [r["metadata"]["name"] for r in by_kind(manifests, "Role")] == ["test-pulsar-operator-leader-election"]
     rules = bound_rules(manifests, one(manifests, "ServiceAccount"), namespace=None)
     needs = {**OPERATOR_USES, **custom_resource_needs(), **KOPF_SCANNING}
-    needs[("kopf.dev", "clusterkopfpeerings")] = {"get", "list", "watch", "patch"}
     assert missing_grants(rules, needs) == []
+
+
+@pytest.mark.parametrize("all_namespaces", [False, True])
+def test_leader_election_may_create_leases_and_renew_only_its_own(
+    render_chart: Any, all_namespaces: bool
+) -> None:
+    values = {
+        "watch": {"allNamespaces": all_namespaces, "namespaces": ["team-a"] if not all_namespaces else []},
+        "leaderElection": {"enabled": True, "leaseName": "pulsar-op-lease"},
+    }
+    manifests = render_chart(CHART, values, namespace="operators")
+    args = operator_args(manifests)
+    assert "--lease-name=pulsar-op-lease" in args and "--lease-namespace=operators" in args
+    rules = bound_rules(manifests, one(manifests, "ServiceAccount"), namespace="operators")
+    lease_rules = [r for r in rules if "leases" in r["resources"]]
+    assert missing_grants(lease_rules, {("coordination.k8s.io", "leases"): {"create", "get", "patch"}}) == []
+    for rule in lease_rules:
+        if set(rule["verbs"]) - {"create"}:
+            assert rule["resourceNames"] == ["pulsar-op-lease"], rule
+    # No Lease rights outside the release namespace.
+    elsewhere = bound_rules(manifests, one(manifests, "ServiceAccount"), namespace="team-a")
+    assert [r for r in elsewhere if "leases" in r["resources"]] == []
+
+
+def test_without_leader_election_there_is_no_lease_role_and_the_flag_says_so(
+    render_chart: Any,
+) -> None:
+    manifests = render_chart(CHART, {"leaderElection": {"enabled": False, "leaseName": "x"}})
+    assert "--no-leader-election" in operator_args(manifests)
+    assert all("leases" not in rule["resources"] for m in manifests for rule in m.get("rules", []))
+    assert one(manifests, "Deployment")["spec"]["strategy"]["type"] == "Recreate"
+
+
+def test_several_replicas_without_leader_election_refuse_to_render() -> None:
+    values = {"replicaCount": 2, "leaderElection": {"enabled": False, "leaseName": "x"}}
+    with helm_python.Chart.load(CHART) as chart:
+        with pytest.raises(helm_python.HelmRenderError, match="leaderElection"):
+            chart.render(values, name="test", namespace="pulsar")
+
+
+def test_function_mesh_off_passes_the_flag_and_drops_its_rbac(render_chart: Any) -> None:
+    manifests = render_chart(CHART, {"functionMesh": {"enabled": False}})
+    assert "--no-function-mesh" in operator_args(manifests)
+    groups = {g for m in manifests for rule in m.get("rules", []) for g in rule["apiGroups"]}
+    assert "compute.functionmesh.io" not in groups
+    assert "pulsar.pulsar-py.dev" in groups
 
 
 def test_rbac_never_uses_wildcards_or_touches_secrets(render_chart: Any) -> None:
