@@ -5,7 +5,8 @@ writes into a private prometheus_client registry (several brokers may live
 in one test process). Per-topic numbers are observable instruments read from
 the topics' own counters at scrape time, so publishing and dispatching cost
 nothing extra. The one exception is the add-entry latency histogram, which
-needs a sample per write: the publish path calls `record_add_entry_latency`.
+needs a sample per write: the publish path calls
+`pulsar_broker.web.hooks.record_add_entry_latency(topic, seconds)`.
 
 Names and labels follow Apache's broker metrics: `pulsar_in_messages_total`,
 `pulsar_out_bytes_total`, `pulsar_msg_backlog`, `pulsar_storage_size`, ...
@@ -14,7 +15,6 @@ with `cluster`, `namespace` and `topic` labels.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +28,7 @@ from opentelemetry.sdk.resources import Resource
 
 from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.topics.persistent_topic import PersistentTopic
-from pulsar_broker.web import counters, rates
+from pulsar_broker.web import counters, hooks, rates
 
 #: Topics whose label sets are cached for the latency histogram; the cache restarts past this.
 LATENCY_LABEL_CACHE_MAX = 100_000
@@ -37,13 +37,8 @@ ADD_ENTRY_LATENCY_BUCKETS_S = (0.0005, 0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2,
 
 METRICS_KEY = web.AppKey("broker_metrics", object)
 
-_live: weakref.WeakSet[BrokerMetrics] = weakref.WeakSet()
-
-
-def record_add_entry_latency(topic: str, seconds: float) -> None:
-    """Called by the publish path once per added entry with the managed ledger's add time."""
-    for metrics in _live:
-        metrics.observe_add_entry(topic, seconds)
+#: The publish path's hook; see `hooks` (importable without aiohttp or OpenTelemetry).
+record_add_entry_latency = hooks.record_add_entry_latency
 
 
 @dataclass
@@ -164,14 +159,14 @@ class BrokerMetrics:
             self._samples = []
 
     def shutdown(self) -> None:
-        _live.discard(self)
+        hooks.remove_add_entry_recorder(self.observe_add_entry)
         self._provider.shutdown()
 
 
 def install(app: web.Application, service: BrokerService) -> None:
     """Give app its own metrics and the `/metrics` route (after rates.install)."""
     metrics = BrokerMetrics(service, app[rates.TRACKER_KEY])
-    _live.add(metrics)
+    hooks.add_add_entry_recorder(metrics.observe_add_entry)
     app[METRICS_KEY] = metrics
 
     async def scrape(request: web.Request) -> web.Response:

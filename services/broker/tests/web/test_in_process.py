@@ -13,7 +13,7 @@ from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 from pulsar_broker import standalone as standalone_module
 from pulsar_broker.web import app as web_app
-from pulsar_broker.web import metrics, rates, stats
+from pulsar_broker.web import hooks, metrics, rates, stats
 from pulsar_common import naming, testing
 
 
@@ -38,8 +38,8 @@ async def test_add_entry_latency_hook_feeds_the_histogram(
         running: standalone_module.Standalone) -> None:
     assert running.service is not None
     topic = "persistent://public/default/latency"
-    metrics.record_add_entry_latency(topic, 0.003)
-    metrics.record_add_entry_latency(topic, 0.3)
+    hooks.record_add_entry_latency(topic, 0.003)
+    hooks.record_add_entry_latency(topic, 0.3)
     url = f"{running.service.web_service_url}/metrics"
     async with aiohttp.ClientSession() as session, session.get(url) as response:
         text = await response.text()
@@ -58,12 +58,12 @@ async def test_add_entry_latency_hook_feeds_the_histogram(
 async def test_a_cleaned_up_app_no_longer_receives_latency_samples(
         running: standalone_module.Standalone) -> None:
     assert running.service is not None
-    live_before = len(metrics._live)
+    live_before = hooks.add_entry_recorder_count()
     runner = web.AppRunner(web_app.create_app(running.service))
     await runner.setup()
-    assert len(metrics._live) == live_before + 1
+    assert hooks.add_entry_recorder_count() == live_before + 1
     await runner.cleanup()
-    assert len(metrics._live) == live_before
+    assert hooks.add_entry_recorder_count() == live_before
 
 
 async def test_rates_are_counter_deltas_over_the_sampling_interval(
