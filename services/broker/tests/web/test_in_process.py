@@ -13,7 +13,7 @@ from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 from pulsar_broker import standalone as standalone_module
 from pulsar_broker.web import app as web_app
-from pulsar_broker.web import hooks, metrics, rates, stats
+from pulsar_broker.web import hooks, rates, stats
 from pulsar_common import naming, testing
 
 
