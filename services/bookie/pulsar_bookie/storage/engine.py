@@ -369,7 +369,8 @@ class LedgerStorageEngine(api.LedgerStorage):
                 await asyncio.wait_for(self._flush_wanted.wait(), interval)
             self._flush_wanted.clear()
             try:
-                await self._run_flush()
+                # Shielded: close() cancels this loop, but never a flush halfway.
+                await asyncio.shield(self._run_flush())
             except Exception:
                 log.exception("flush failed; retrying after the flush interval")
 
@@ -467,7 +468,7 @@ class LedgerStorageEngine(api.LedgerStorage):
         while True:
             await asyncio.sleep(self.conf.gcWaitTime / 1000.0)
             try:
-                await self.garbage_collect()
+                await asyncio.shield(self.garbage_collect())
             except Exception:
                 log.exception("garbage collection failed")
 
