@@ -125,6 +125,62 @@ class BookieConfig:
     diskUsageWarnThreshold: float = config.setting(
         "diskUsageWarnThreshold", 0.90, "Disk usage above which a warning is logged"
     )
+    diskUsageLwmThreshold: float = config.setting(
+        "diskUsageLwmThreshold",
+        0.90,
+        "Disk usage below which a read-only bookie becomes writable again",
+    )
+    diskCheckInterval: int = config.setting(
+        "diskCheckInterval", 10000, "Milliseconds between disk usage checks"
+    )
+
+    # The bookie service (pulsar_bookie.service): network, metadata, HTTP.
+    metadataServiceUri: str = config.setting(
+        "metadataServiceUri",
+        "",
+        "Metadata store the bookie registers in (etcd:http://host:2379); empty: unregistered",
+    )
+    zkTimeout: int = config.setting(
+        "zkTimeout",
+        10000,
+        "Metadata session timeout in ms: a dead bookie's registration vanishes after it",
+    )
+    bookieBindAddress: str = config.setting(
+        "bookieBindAddress", "0.0.0.0", "Address the bookie port listens on"
+    )
+    httpServerEnabled: bool = config.setting(
+        "httpServerEnabled", True, "Serve the HTTP admin and metrics endpoint"
+    )
+    httpServerHost: str = config.setting(
+        "httpServerHost", "0.0.0.0", "Address the HTTP endpoint listens on"
+    )
+    httpServerPort: int = config.setting(
+        "httpServerPort", 8000, "Port of the HTTP admin and metrics endpoint"
+    )
+    rack: str = config.setting(
+        "rack", "", "Rack or zone label of this bookie, used to spread ensembles"
+    )
+    maxPendingAddRequestsPerThread: int = config.setting(
+        "maxPendingAddRequestsPerThread",
+        10000,
+        "Adds in progress before further adds are refused (TooManyRequests)",
+    )
+    maxLongPollLacRequests: int = config.setting(
+        "maxLongPollLacRequests",
+        10000,
+        "Long-poll LAC requests waiting before further ones are refused (TooManyRequests)",
+    )
+    nettyMaxFrameSizeBytes: int = config.setting(
+        "nettyMaxFrameSizeBytes", 5 * MB + 16 * 1024, "Largest request frame the bookie accepts"
+    )
+    readOnlyModeEnabled: bool = config.setting(
+        "readOnlyModeEnabled",
+        True,
+        "Go read-only when the disk is full (otherwise shut down)",
+    )
+    forceReadOnlyBookie: bool = config.setting(
+        "forceReadOnlyBookie", False, "Start and stay read-only (serve reads only)"
+    )
 
     @property
     def journal_dirs(self) -> tuple[str, ...]:

@@ -1,0 +1,1 @@
+"""One bookie process: storage engine, network server, registration, disk checks, HTTP admin."""

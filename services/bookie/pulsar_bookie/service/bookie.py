@@ -1,0 +1,278 @@
+"""One bookie: the storage engine served over TCP, registered in the metadata store, watched.
+
+Start order: metadata store and cookie check -> engine (journal replay) ->
+cookie recorded in metadata -> TCP server -> HTTP endpoint -> registration
+-> disk monitor; only then is the bookie ready. Stop order: not ready ->
+stop accepting and finish in-flight requests -> unregister -> HTTP -> engine
+(checkpoint) -> metadata session.
+
+Without metadataServiceUri the bookie runs unregistered (no cookie in
+metadata, nobody can discover it): enough for local tests and tools that
+address it by host:port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from typing import Any
+
+from pulsar_common import errors as common_errors
+from pulsar_common.metadata import api as metadata_api
+from pulsar_common.metadata import factory as metadata_factory
+
+from pulsar_bookie import config as bookie_config
+from pulsar_bookie import errors, types
+from pulsar_bookie.net import server as net_server
+from pulsar_bookie.service import disk_monitor, http, metrics, registration
+from pulsar_bookie.storage import engine as storage_engine
+
+log = logging.getLogger(__name__)
+
+#: How long a stopping bookie lets in-flight requests finish.
+SHUTDOWN_GRACE_S = 10.0
+
+
+def bookie_id_of(conf: bookie_config.BookieConfig, port: int | None = None) -> types.BookieId:
+    """bookieId if set, else advertisedAddress (or the host name) and the bookie port."""
+    if conf.bookieId:
+        return types.BookieId(conf.bookieId)
+    host = conf.advertisedAddress or socket.gethostname()
+    return types.BookieId(f"{host}:{port if port is not None else conf.bookiePort}")
+
+
+def server_settings(conf: bookie_config.BookieConfig) -> net_server.ServerSettings:
+    return net_server.ServerSettings(
+        adds_in_progress_max=conf.maxPendingAddRequestsPerThread,
+        reads_in_progress_max=conf.maxPendingReadRequestsPerThread * conf.numReadWorkerThreads,
+        lac_waiters_max=conf.maxLongPollLacRequests,
+        max_frame_bytes=conf.nettyMaxFrameSizeBytes,
+    )
+
+
+def validate(conf: bookie_config.BookieConfig) -> None:
+    """Refuse service settings that cannot work (the engine checks its own)."""
+    conf.validate()
+    problems = []
+    try:
+        server_settings(conf).validate()
+        disk_monitor.DiskThresholds(conf.diskUsageThreshold, conf.diskUsageLwmThreshold).validate()
+    except ValueError as exc:
+        problems.append(str(exc))
+    if conf.diskCheckInterval <= 0 or conf.zkTimeout <= 0:
+        problems.append("diskCheckInterval and zkTimeout must be positive")
+    if conf.metadataServiceUri and conf.bookiePort == 0 and not conf.bookieId:
+        problems.append("a registered bookie needs a fixed bookiePort (or a bookieId)")
+    if problems:
+        raise common_errors.ConfigError("; ".join(problems))
+
+
+class BookieService(http.BookieAdmin):
+    """A whole bookie in this process: `await start()`, serve, `await stop()`."""
+
+    def __init__(
+        self,
+        conf: bookie_config.BookieConfig,
+        *,
+        disk_usage: disk_monitor.UsageProbe = disk_monitor.filesystem_usage,
+    ) -> None:
+        validate(conf)
+        self.conf = conf
+        self.engine = storage_engine.LedgerStorageEngine(conf)
+        self.metrics = metrics.BookieMetrics(self._readings)
+        self.server = net_server.BookieServer(
+            self.engine, server_settings(conf), observer=self.metrics
+        )
+        self.monitor = disk_monitor.DiskMonitor(
+            conf.ledgerDirectories,
+            disk_monitor.DiskThresholds(conf.diskUsageThreshold, conf.diskUsageLwmThreshold),
+            conf.diskCheckInterval / 1000.0,
+            self._on_disk_change,
+            probe=disk_usage,
+        )
+        self.http: http.HttpEndpoint | None = None
+        self.store: metadata_api.MetadataStore | None = None
+        self.registration: registration.Registration | None = None
+        self.bookie_id = bookie_id_of(conf)
+        self._forced_read_only = conf.forceReadOnlyBookie
+        self._ready = False
+        self._stopping = False
+        #: Set when the bookie must end on its own (a full disk with readOnlyModeEnabled=false).
+        self.terminated = asyncio.Event()
+
+    # ----- life cycle -----
+
+    async def start(self) -> None:
+        try:
+            await self._start()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _start(self) -> None:
+        conf = self.conf
+        expected: str | None = None
+        if conf.metadataServiceUri:
+            self.store = await metadata_factory.create_store(
+                conf.metadataServiceUri, session_timeout_s=conf.zkTimeout / 1000.0
+            )
+            expected = await registration.expected_instance_id(
+                self.store, self.bookie_id, list(conf.journal_dirs) + list(conf.ledgerDirectories)
+            )
+            self.engine = storage_engine.LedgerStorageEngine(conf, expected_instance_id=expected)
+            self.server.storage = self.engine
+        await self.engine.start()
+        if self.store is not None and expected is None:
+            assert self.engine.cookie is not None
+            await registration.store_cookie(self.store, self.bookie_id, self.engine.cookie)
+        await self.server.start(conf.bookieBindAddress, conf.bookiePort)
+        if not conf.metadataServiceUri and conf.bookiePort == 0 and not conf.bookieId:
+            self.bookie_id = bookie_id_of(conf, self.server.port)
+        await self.monitor.check()
+        self._apply_read_only()
+        if conf.httpServerEnabled:
+            self.http = http.HttpEndpoint(self)
+            await self.http.start(conf.httpServerHost, conf.httpServerPort)
+        if self.store is not None:
+            self.registration = registration.Registration(self.store, self._info())
+            await self.registration.register()
+        self.monitor.start()
+        self._ready = True
+        log.info("bookie %s serving on port %d (read-only: %s)", self.bookie_id,
+                 self.server.port, self.read_only)
+
+    async def stop(self) -> None:
+        """Clean shutdown; safe to call more than once and after a failed start."""
+        if self._stopping:
+            return
+        self._stopping = True
+        self._ready = False
+        await self.monitor.stop()
+        if self.server.serving:
+            await self.server.stop(SHUTDOWN_GRACE_S)
+        if self.registration is not None:
+            await self._quietly(self.registration.unregister(), "unregistering")
+        if self.http is not None:
+            await self.http.stop()
+        await self.engine.close()
+        if self.store is not None:
+            await self._quietly(self.store.close(), "closing the metadata store")
+        self.metrics.shutdown()
+        log.info("bookie %s stopped", self.bookie_id)
+
+    @staticmethod
+    async def _quietly(step: Any, what: str) -> None:
+        try:
+            await step
+        except Exception as exc:  # shutdown goes on: the session's lease ends it anyway
+            log.warning("%s failed during shutdown: %s", what, exc)
+
+    # ----- read-only mode -----
+
+    @property
+    def read_only(self) -> bool:
+        return self.server.read_only
+
+    def _apply_read_only(self) -> bool:
+        """Set the server's mode from the disk and the forced flag; True when it changed."""
+        wanted = self._forced_read_only or self.monitor.read_only
+        changed = wanted != self.server.read_only
+        self.server.read_only = wanted
+        return changed
+
+    async def _on_disk_change(self, full: bool) -> None:
+        if full and not self.conf.readOnlyModeEnabled:
+            log.error("ledger disk is full and readOnlyModeEnabled=false: shutting down")
+            self.terminated.set()
+            return
+        await self._publish_mode()
+
+    async def force_read_only(self, read_only: bool) -> None:
+        self._forced_read_only = read_only
+        await self._publish_mode()
+
+    async def _publish_mode(self) -> None:
+        if self._apply_read_only() and self.registration is not None:
+            state = (registration.BookieState.READ_ONLY if self.read_only
+                     else registration.BookieState.AVAILABLE)
+            await self.registration.set_state(state)
+
+    # ----- introspection (HTTP admin) -----
+
+    def _info(self) -> registration.BookieInfo:
+        conf = self.conf
+        host = conf.advertisedAddress or socket.gethostname()
+        http_address = f"http://{host}:{self.http.port}" if self.http is not None else ""
+        return registration.BookieInfo(
+            bookie_id=self.bookie_id,
+            state=(registration.BookieState.READ_ONLY if self.read_only
+                   else registration.BookieState.AVAILABLE),
+            address=f"{host}:{self.server.port}",
+            http_address=http_address,
+            rack=conf.rack,
+            instance_id=self.engine.instance_id,
+        )
+
+    @property
+    def ready(self) -> bool:
+        return self._ready
+
+    @property
+    def http_port(self) -> int | None:
+        return None if self.http is None else self.http.port
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "running": self._ready,
+            "readOnly": self.read_only,
+            "shuttingDown": self._stopping,
+            "availableForHighPriorityWrites": self._ready and not self.read_only,
+            "bookieId": self.bookie_id,
+            "instanceId": self.engine.cookie.instance_id if self.engine.cookie else "",
+            "registered": self.registration is not None,
+            "diskUsage": round(self.monitor.last_usage, 4),
+        }
+
+    async def ledgers(self) -> dict[str, dict[str, Any]]:
+        result: dict[str, dict[str, Any]] = {}
+        for ledger_id in await self.engine.list_ledgers():
+            try:
+                result[str(ledger_id)] = {
+                    "lastAddConfirmed": await self.engine.read_last_add_confirmed(ledger_id),
+                    "lastEntryId": await self.engine.last_entry_id(ledger_id),
+                    "fenced": await self.engine.is_fenced(ledger_id),
+                }
+            except errors.NoSuchLedgerError:
+                continue  # deleted meanwhile
+        return result
+
+    def metrics_text(self) -> bytes:
+        return self.metrics.render()
+
+    def _readings(self) -> dict[str, float]:
+        readings: dict[str, float] = {
+            "bookie_ADD_ENTRY_IN_PROGRESS": self.server.adds_in_progress,
+            "bookie_READ_ENTRY_IN_PROGRESS": self.server.reads_in_progress,
+            "bookie_LONG_POLL_LAC_WAITING": self.server.lac_waiters,
+            "bookie_SERVER_STATUS": 0 if self.read_only else 1,
+            "bookie_ledger_disk_usage": self.monitor.last_usage,
+        }
+        if not self._ready:
+            return readings
+        stats = self.engine.stats()
+        readings.update({
+            "bookie_ADD_ENTRY": stats.adds,
+            "bookie_journal_JOURNAL_SYNC": stats.journal_fsyncs,
+            "bookie_journal_JOURNAL_BATCHES": stats.journal_batches,
+            "bookie_journal_JOURNAL_BYTES": stats.journal_bytes,
+            "bookie_read_cache_hits": stats.read_cache_hits,
+            "bookie_read_cache_misses": getattr(stats, "read_cache_misses", stats.entry_log_reads),
+            "bookie_FLUSH": stats.flushes,
+            "bookie_write_cache_size": stats.write_cache_bytes,
+            "bookie_read_cache_size": stats.read_cache_bytes,
+        })
+        queue = getattr(stats, "journal_queue_depth", None)
+        if queue is not None:
+            readings["bookie_journal_JOURNAL_QUEUE_SIZE"] = queue
+        return readings

@@ -1,0 +1,98 @@
+"""The bookie's HTTP endpoint (httpServerPort): health, state, ledgers and Prometheus metrics.
+
+    GET /heartbeat                     200 "OK" while the process runs (liveness)
+    GET /api/v1/bookie/is_ready        200 once the bookie serves, 503 otherwise (readiness)
+    GET /api/v1/bookie/state           {"running", "readOnly", "shuttingDown", ...}
+    PUT /api/v1/bookie/state/readonly  {"readOnly": true|false}: force read-only on or off
+    GET /api/v1/bookie/list_ledgers    {"<ledger id>": {"lastAddConfirmed", "lastEntryId", "fenced"}}
+    GET /metrics                       Prometheus text
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol
+
+import prometheus_client
+from aiohttp import web
+
+
+class BookieAdmin(Protocol):
+    """What the endpoint needs from the running bookie."""
+
+    @property
+    def ready(self) -> bool: ...
+
+    def state(self) -> dict[str, Any]: ...
+
+    async def ledgers(self) -> dict[str, dict[str, Any]]: ...
+
+    async def force_read_only(self, read_only: bool) -> None: ...
+
+    def metrics_text(self) -> bytes: ...
+
+
+def build_app(admin: BookieAdmin) -> web.Application:
+    async def heartbeat(request: web.Request) -> web.Response:
+        return web.Response(text="OK\n")
+
+    async def is_ready(request: web.Request) -> web.Response:
+        if admin.ready:
+            return web.Response(text="OK\n")
+        return web.Response(status=503, text="Bookie is not ready\n")
+
+    async def state(request: web.Request) -> web.Response:
+        return web.json_response(admin.state())
+
+    async def set_read_only(request: web.Request) -> web.Response:
+        try:
+            body = json.loads(await request.read())
+            wanted = body["readOnly"]
+            if not isinstance(wanted, bool):
+                raise TypeError("readOnly must be true or false")
+        except (ValueError, KeyError, TypeError) as exc:
+            return web.json_response({"error": f"expected {{\"readOnly\": bool}}: {exc}"},
+                                     status=400)
+        await admin.force_read_only(wanted)
+        return web.json_response(admin.state())
+
+    async def list_ledgers(request: web.Request) -> web.Response:
+        return web.json_response(await admin.ledgers())
+
+    async def metrics(request: web.Request) -> web.Response:
+        return web.Response(
+            body=admin.metrics_text(),
+            headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST},
+        )
+
+    app = web.Application()
+    app.router.add_get("/heartbeat", heartbeat)
+    app.router.add_get("/api/v1/bookie/is_ready", is_ready)
+    app.router.add_get("/api/v1/bookie/state", state)
+    app.router.add_put("/api/v1/bookie/state/readonly", set_read_only)
+    app.router.add_get("/api/v1/bookie/list_ledgers", list_ledgers)
+    app.router.add_get("/metrics", metrics)
+    return app
+
+
+class HttpEndpoint:
+    """The aiohttp runner around build_app."""
+
+    def __init__(self, admin: BookieAdmin) -> None:
+        self._runner = web.AppRunner(build_app(admin), access_log=None)
+        self._site: web.TCPSite | None = None
+
+    async def start(self, host: str, port: int) -> None:
+        await self._runner.setup()
+        self._site = web.TCPSite(self._runner, host, port, reuse_address=True)
+        await self._site.start()
+
+    @property
+    def port(self) -> int:
+        assert self._site is not None
+        server = self._site._server
+        assert server is not None
+        return int(server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
+
+    async def stop(self) -> None:
+        await self._runner.cleanup()
