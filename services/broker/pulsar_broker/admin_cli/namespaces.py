@@ -55,6 +55,15 @@ def _unload(admin: client.AdminClient, args: argparse.Namespace) -> None:
     admin.put(namespace_path(args.namespace) + "/unload")
 
 
+def _clear_backlog(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    suffix = "/clearBacklog" + (f"/{client.quote(args.subscription)}" if args.subscription else "")
+    admin.post(namespace_path(args.namespace) + suffix)
+
+
+def _unsubscribe(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.post(namespace_path(args.namespace) + f"/unsubscribe/{client.quote(args.subscription)}")
+
+
 def _set_retention(admin: client.AdminClient, args: argparse.Namespace) -> None:
     time_s = units.seconds(args.time)
     size = units.size_bytes(args.size)
@@ -118,6 +127,12 @@ def register(groups: Any) -> None:
     _ns_command(group, "policies", "Get the configuration policies of a namespace",
                 _print_get(""))
     _ns_command(group, "unload", "Unload the topics of a namespace from this broker", _unload)
+    clear = _ns_command(group, "clear-backlog", "Clear the backlog of the namespace's topics",
+                        _clear_backlog)
+    clear.add_argument("-s", "--sub", dest="subscription", help="only this subscription")
+    clear.add_argument("-force", "--force", action="store_true", help="do not ask (always)")
+    _ns_command(group, "unsubscribe", "Delete a subscription from every topic of the namespace",
+                _unsubscribe).add_argument("-s", "--sub", dest="subscription", required=True)
     _register_policies(group)
 
 

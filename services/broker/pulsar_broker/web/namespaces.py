@@ -16,6 +16,7 @@ from pulsar_common import naming
 
 from pulsar_broker import errors, resources
 from pulsar_broker.service.broker_service import BrokerService
+from pulsar_broker.topics.persistent_topic import PersistentTopic
 from pulsar_broker.web import http
 
 routes = web.RouteTableDef()
@@ -122,6 +123,38 @@ async def unload_namespace(request: web.Request) -> web.Response:
     for topic in service.loaded_topics:
         if topic.name.namespace_name == ns:
             await service.unload_topic(topic.name)
+    return http.no_content()
+
+
+async def _existing_topics(service: BrokerService, ns: naming.NamespaceName) -> list[PersistentTopic]:
+    await service.check_namespace(ns)
+    topics = []
+    for topic_name in await service.topics_of_namespace(ns, "PERSISTENT"):
+        topic = await service.get_topic(naming.TopicName.parse(topic_name), create=False)
+        if topic is not None:
+            topics.append(topic)
+    return topics
+
+
+@routes.post(NS + "/clearBacklog")
+@routes.post(NS + "/clearBacklog/{subscription}")
+async def clear_namespace_backlog(request: web.Request) -> web.Response:
+    """Acknowledge everything, on every subscription (or the named one) of every topic."""
+    only = request.match_info.get("subscription")
+    for topic in await _existing_topics(http.service(request), http.namespace_name(request)):
+        for name, subscription in list(topic.subscriptions.items()):
+            if only is None or name == only:
+                await subscription.cursor.clear_backlog()
+    return http.no_content()
+
+
+@routes.post(NS + "/unsubscribe/{subscription}")
+async def unsubscribe_namespace(request: web.Request) -> web.Response:
+    """Delete the named subscription from every topic of the namespace that has it."""
+    name = request.match_info["subscription"]
+    for topic in await _existing_topics(http.service(request), http.namespace_name(request)):
+        if name in topic.subscriptions:
+            await topic.unsubscribe(name)
     return http.no_content()
 
 

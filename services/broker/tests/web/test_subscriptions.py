@@ -137,3 +137,23 @@ def test_message_by_id_returns_that_entry(http: Http, client: pulsar.Client, uni
     assert reply.headers["X-Pulsar-Message-ID"] == f"{wanted.ledger_id()}:{wanted.entry_id()}"
     beyond = http.get(f"{NS}/{topic}/ledger/{wanted.ledger_id()}/entry/99")
     assert beyond.status == 404
+
+
+def test_namespace_clear_backlog_and_unsubscribe(
+        http: Http, client: pulsar.Client, unique: str) -> None:
+    ns = f"public/clear-{unique}"
+    http.put(f"/admin/v2/namespaces/{ns}")
+    for name in ("one", "two"):
+        topic = f"persistent://{ns}/{name}"
+        client.subscribe(topic, "keep").close()
+        client.subscribe(topic, "drop").close()
+        _publish(client, topic, 2)
+    assert http.post(f"/admin/v2/namespaces/{ns}/clearBacklog/drop").status == 204
+    stats = http.get(f"/admin/v2/persistent/{ns}/one/stats").json()["subscriptions"]
+    assert (stats["keep"]["msgBacklog"], stats["drop"]["msgBacklog"]) == (2, 0)
+    assert http.post(f"/admin/v2/namespaces/{ns}/unsubscribe/drop").status == 204
+    for name in ("one", "two"):
+        assert http.get(f"/admin/v2/persistent/{ns}/{name}/subscriptions").json() == ["keep"]
+    assert http.post(f"/admin/v2/namespaces/{ns}/clearBacklog").status == 204
+    assert http.get(f"/admin/v2/persistent/{ns}/two/stats").json()[
+        "subscriptions"]["keep"]["msgBacklog"] == 0
