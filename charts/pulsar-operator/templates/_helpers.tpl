@@ -96,10 +96,12 @@ namespace (events).
 - apiGroups: ["autoscaling"]
   resources: ["horizontalpodautoscalers"]
   verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
+# Jobs and Pods are for the controller loops that come next (bookie
+# decommission, autorecovery).
 - apiGroups: ["batch"]
   resources: ["jobs"]
   verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
-# Pods are only read, to report ready replicas and bookie health in status.
+# Pods are only read.
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["get", "list", "watch"]
