@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 
-from pulsar_common.metadata import api, errors
+from pulsar_common.metadata import api, errors, tasks
 
 log = logging.getLogger(__name__)
 
@@ -93,10 +93,8 @@ class StoreLeaderElection:
 
     async def _stop_monitor(self) -> None:
         monitor, self._monitor = self._monitor, None
-        if monitor is not None and monitor is not asyncio.current_task():
-            monitor.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await monitor
+        if monitor is not None:
+            await tasks.cancel_and_wait(monitor)
 
     def _on_session_event(self, event: api.SessionEvent) -> None:
         if event is api.SessionEvent.SESSION_LOST and self._stat is not None:
