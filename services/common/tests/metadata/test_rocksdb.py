@@ -1,0 +1,87 @@
+"""What only the embedded RocksDB backend does: survive restarts and SIGKILL of its process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+from pulsar_common import testing
+from pulsar_common.metadata import factory
+
+_WRITER = textwrap.dedent("""
+    import asyncio, sys
+    from pulsar_common.metadata import factory
+
+    async def main():
+        store = await factory.create_store(sys.argv[1])
+        await store.put("/ledgers/1", b"metadata")
+        await store.put("/ledgers/1", b"metadata v1", 0)
+        await store.put("/brokers/b1", b"alive", ephemeral=True)
+        for _ in range(3):
+            await store.next_id("/counters/ledger")
+        print("acknowledged", flush=True)
+        await asyncio.sleep(3600)
+
+    asyncio.run(main())
+""")
+
+
+async def test_acknowledged_writes_survive_sigkill_and_ephemeral_keys_do_not(tmp_path):
+    url = f"rocksdb:{tmp_path / 'metadata'}"
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER, url],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert writer.stdout is not None and writer.stderr is not None
+        line = writer.stdout.readline()
+    finally:
+        testing.kill_process(writer)
+    assert line == b"acknowledged\n", writer.stderr.read().decode()
+    writer.stdout.close()
+    writer.stderr.close()
+
+    store = await factory.create_store(url)
+    try:
+        ledger = await store.get("/ledgers/1")
+        assert ledger.value == b"metadata v1"
+        assert ledger.stat.version == 1
+        assert await store.get("/brokers/b1") is None
+        assert await store.get_children("/brokers") == []
+        assert await store.next_id("/counters/ledger") == 3
+    finally:
+        await store.close()
+
+
+async def test_data_and_versions_are_kept_when_the_store_is_reopened(tmp_path):
+    url = f"rocksdb:///{tmp_path / 'metadata'}"
+    store = await factory.create_store(url)
+    await store.put("/a", b"1")
+    created = await store.put("/a", b"2")
+    await store.put("/session/x", b"", ephemeral=True)
+    await store.close()
+
+    reopened = await factory.create_store(url)
+    try:
+        result = await reopened.get("/a")
+        assert result.value == b"2"
+        assert result.stat.version == 1
+        assert result.stat.creation_ms == created.creation_ms
+        assert not await reopened.exists("/session/x")
+        assert (await reopened.put("/a", b"3", 1)).version == 2
+    finally:
+        await reopened.close()
+
+
+async def test_opening_another_store_keeps_the_live_sessions_ephemeral_keys(tmp_path):
+    url = f"rocksdb:{tmp_path / 'metadata'}"
+    first = await factory.create_store(url)
+    try:
+        await first.put("/brokers/b1", b"", ephemeral=True)
+        second = await factory.create_store(url)
+        try:
+            assert await second.exists("/brokers/b1")
+        finally:
+            await second.close()
+        assert await first.exists("/brokers/b1")
+    finally:
+        await first.close()
