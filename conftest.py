@@ -6,7 +6,6 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-
 from pulsar_common.etcd_server import EtcdServer
 
 

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import urllib.error
 import urllib.request
-from typing import IO
+from typing import IO, Self
 
 from pulsar_common import errors, testing
 
@@ -129,7 +129,7 @@ class EtcdServer:
             return False
         return bool(body.get("health") == "true")
 
-    def __enter__(self) -> EtcdServer:
+    def __enter__(self) -> Self:
         self.start()
         return self
 

@@ -12,7 +12,6 @@ no clock); a value without it (written by another tool) reads with time 0.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import struct
@@ -63,8 +62,7 @@ def translated(what: str) -> Iterator[None]:
     """Turn aetcd and gRPC failures into metadata store errors (chained)."""
     try:
         yield
-    except (aetcd.ConnectionFailedError, aetcd.ConnectionTimeoutError,
-            asyncio.TimeoutError) as exc:
+    except (TimeoutError, aetcd.ConnectionFailedError, aetcd.ConnectionTimeoutError) as exc:
         raise errors.StoreUnavailableError(f"etcd unreachable during {what}: {exc}") from exc
     except rpc.AioRpcError as exc:
         if exc.code() in _UNAVAILABLE_CODES:
@@ -81,7 +79,7 @@ def translated(what: str) -> Iterator[None]:
 
 def prefix_end(prefix: bytes) -> bytes:
     """The first key after every key that starts with prefix."""
-    return aetcd.utils.prefix_range_end(prefix)
+    return bytes(aetcd.utils.prefix_range_end(prefix))
 
 
 def compare_absent(key: bytes) -> Any:

@@ -121,10 +121,11 @@ class EtcdSession:
 
     async def _revoke_stale(self) -> None:
         while self._stale_leases:
-            with contextlib.suppress(errors.SessionLostError):  # already expired: fine
-                with etcd_kv.translated("revoking a lost lease"):
-                    await asyncio.wait_for(self._client.revoke_lease(self._stale_leases[0]),
-                                           self._timeout_s)
+            # SessionLostError here means the lease has already expired: fine.
+            with (contextlib.suppress(errors.SessionLostError),
+                  etcd_kv.translated("revoking a lost lease")):
+                await asyncio.wait_for(self._client.revoke_lease(self._stale_leases[0]),
+                                       self._timeout_s)
             self._stale_leases.pop(0)
 
     async def close(self) -> None:

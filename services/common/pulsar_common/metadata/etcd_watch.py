@@ -75,7 +75,7 @@ class EtcdWatch:
                 self._queue.fail(errors.WatchLostError(
                     f"watch on {self._queue.path}: history compacted at {exc.compacted_revision}"))
                 return
-            except (aetcd.ClientError, asyncio.TimeoutError) as exc:
+            except (TimeoutError, aetcd.ClientError) as exc:
                 log.debug("etcd watch on %s broke (%s); re-opening", self._queue.path, exc)
             self._stream = None
             await asyncio.sleep(backoff_s)

@@ -141,6 +141,7 @@ class SharedDb:
         found: list[tuple[str, Record]] = []
         start = prefix.encode()
         for raw_key, raw in self.db.items(from_key=start):
+            assert isinstance(raw_key, bytes)  # raw mode: keys are bytes
             if not raw_key.startswith(start):
                 break
             found.append((raw_key.decode(), Record.decode(raw)))

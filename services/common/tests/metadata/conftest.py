@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
-
 from pulsar_common.metadata import api, factory
 
 #: Session timeout of the stores the contract suite opens (etcd lease TTL).

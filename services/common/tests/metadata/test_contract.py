@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
 from pulsar_common.metadata import api, errors
 
 CREATED = api.NotificationType.CREATED

@@ -7,7 +7,6 @@ import uuid
 
 import aetcd
 import pytest
-
 from pulsar_common import testing
 from pulsar_common.etcd_server import EtcdServer
 from pulsar_common.metadata import api, errors, factory

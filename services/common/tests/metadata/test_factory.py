@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from pulsar_common import errors
 from pulsar_common.metadata import factory
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import textwrap
@@ -27,8 +28,8 @@ _WRITER = textwrap.dedent("""
 """)
 
 
-async def test_acknowledged_writes_survive_sigkill_and_ephemeral_keys_do_not(tmp_path):
-    url = f"rocksdb:{tmp_path / 'metadata'}"
+def _write_then_sigkill(url: str) -> None:
+    """Run the writer in its own process; SIGKILL it once it reports its writes acknowledged."""
     writer = subprocess.Popen([sys.executable, "-c", _WRITER, url],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -39,6 +40,11 @@ async def test_acknowledged_writes_survive_sigkill_and_ephemeral_keys_do_not(tmp
     assert line == b"acknowledged\n", writer.stderr.read().decode()
     writer.stdout.close()
     writer.stderr.close()
+
+
+async def test_acknowledged_writes_survive_sigkill_and_ephemeral_keys_do_not(tmp_path):
+    url = f"rocksdb:{tmp_path / 'metadata'}"
+    await asyncio.to_thread(_write_then_sigkill, url)
 
     store = await factory.create_store(url)
     try:
