@@ -25,6 +25,8 @@ SUFFIX = ".log"
 MAGIC = b"PYBKLOG1"
 FILE_HEADER = struct.Struct("<8sQ")
 LOCATION = struct.Struct("<III")
+#: Entry log files kept open for reading at once.
+OPEN_LOGS_MAX = 256
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,7 +167,14 @@ class EntryLogger:
                     raise LogGoneError(log_id) from exc
                 self._readers[log_id] = handle
             handle.refs += 1
+            self._close_idle_handles()
             return handle
+
+    def _close_idle_handles(self) -> None:
+        """Keep at most OPEN_LOGS_MAX files open for reading (oldest opened, idle ones go first)."""
+        excess = len(self._readers) - OPEN_LOGS_MAX
+        for log_id in [lid for lid, h in self._readers.items() if h.refs == 0][: max(excess, 0)]:
+            os.close(self._readers.pop(log_id).fd)
 
     def _release(self, handle: _ReadHandle) -> None:
         with self._lock:

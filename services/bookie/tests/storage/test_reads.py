@@ -112,3 +112,20 @@ async def test_lac_and_last_entry_follow_the_highest_seen(
     await bookie.flush()
     assert await bookie.read_last_add_confirmed(1) == 1
     assert await bookie.last_entry_id(1) == 2
+
+
+async def test_reads_over_more_entry_logs_than_open_files_allowed(
+    make_conf: MakeConf, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pulsar_bookie.storage import entry_log
+
+    monkeypatch.setattr(entry_log, "OPEN_LOGS_MAX", 3)
+    bookie = engine.LedgerStorageEngine(
+        make_conf(entryLogSizeLimit=64 * 1024, dbStorage_readAheadCacheMaxSizeMb=0)
+    )
+    await bookie.start()
+    await _fill(bookie, 1, 2000)
+    await bookie.flush()
+    got = await asyncio.gather(*(bookie.read_entry(1, e) for e in range(0, 2000, 7)))
+    assert [g.payload for g in got] == [body(e) for e in range(0, 2000, 7)]
+    await bookie.close()
