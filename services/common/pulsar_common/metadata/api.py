@@ -58,7 +58,14 @@ SessionListener = Callable[[SessionEvent], None]
 
 
 class Watch(Protocol):
-    """An open watch on a key or a prefix; iterate it for notifications, close it when done."""
+    """An open watch on a key or a prefix; iterate it for notifications, close it when done.
+
+    Every change committed after watch() returned is delivered, in commit
+    order (the etcd backend may also deliver a few changes from just before
+    the call: treat notifications as hints to re-read). Iteration ends when
+    the watch or its store is closed; it raises WatchLostError when
+    notifications were missed (a consumer far behind, compacted history).
+    """
 
     def __aiter__(self) -> AsyncIterator[Notification]: ...
 
@@ -112,18 +119,32 @@ class MetadataStore(Protocol):
         """Remove path and every key below it; absent keys are not an error."""
 
     async def get_children(self, path: str) -> list[str]:
-        """Names (last path segment) of the direct children of path, sorted."""
+        """Names (last path segment) of the direct children of path, sorted.
+
+        A child exists when any key lies below it ("/a/b/c" makes "b" a child of
+        "/a" even when "/a/b" itself has no value).
+        """
 
     def watch(self, path: str, *, prefix: bool = False) -> Watch:
-        """Notifications for path, or for every key under path when prefix is set."""
+        """Notifications for path, or for path and every key below it when prefix is set
+        ("/a" covers "/a" and "/a/b/c", not "/ab")."""
 
     def register_session_listener(self, listener: SessionListener) -> None:
-        """Be told when the session that owns this store's ephemeral keys changes."""
+        """Be told when the session that owns this store's ephemeral keys changes.
+
+        After SESSION_LOST the store's ephemeral keys are gone and ephemeral puts
+        raise SessionLostError until SESSION_REESTABLISHED (a new session; the old
+        keys are not re-created). close() emits nothing.
+        """
 
     def leader_election(self, path: str) -> LeaderElection: ...
 
     async def next_id(self, path: str) -> int:
-        """A unique, increasing id from the counter at path (ledger ids, for example)."""
+        """A unique, increasing id from the counter at path (ledger ids, for example).
+
+        The first id is 0; the counter key holds the last id handed out as decimal
+        text. Never delete a counter key: ids would start again at 0.
+        """
 
     async def close(self) -> None:
         """Release the session: ephemeral keys and leaderships of this store vanish."""

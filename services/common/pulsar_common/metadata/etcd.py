@@ -209,7 +209,7 @@ class EtcdMetadataStore:
                     next_id, ctime, guard = 0, now, etcd_kv.compare_absent(key)
                 else:
                     decoded = etcd_kv.decode_value(current.value)
-                    next_id, ctime = int(decoded.value) + 1, decoded.creation_ms
+                    next_id, ctime = _counter(path, decoded.value) + 1, decoded.creation_ms
                     guard = etcd_kv.compare_mod(key, current.mod_revision)
                 value = etcd_kv.encode_value(str(next_id).encode(), ctime, now)
                 response = await self._kv.txn(
@@ -237,3 +237,10 @@ def _check_version(path: str, current: Any | None, expected: int | None) -> None
     if int(current.version) - 1 != expected:
         raise errors.BadVersionError(
             f"{path} has version {int(current.version) - 1}, expected {expected}")
+
+
+def _counter(path: str, value: bytes) -> int:
+    try:
+        return int(value)
+    except ValueError as exc:
+        raise errors.MetadataStoreError(f"{path} is not an id counter: {value[:40]!r}") from exc
