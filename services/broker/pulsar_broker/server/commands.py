@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pulsar_common import naming
 from pulsar_common.wire import pulsar_api_pb2 as pb
 
 from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
+from pulsar_broker.managed_ledger import errors as ml_errors
 
 T = pb.BaseCommand
 
@@ -44,24 +46,27 @@ def error(request_id: int, code: int, message: str) -> pb.BaseCommand:
 
 def server_error_of(exc: BaseException) -> int:
     """The ServerError code the client understands best for a broker exception."""
-    name = type(exc).__name__
-    if name == "ConsumerBusyError":
+    from pulsar_broker.subscriptions import subscription
+
+    for kind, code in _ERROR_CODES:
+        if isinstance(exc, kind):
+            return code
+    if isinstance(exc, subscription.ConsumerBusyError | subscription.SubscriptionTypeMismatchError):
         return pb.ConsumerBusy
-    if name == "SubscriptionTypeMismatchError":
-        return pb.ConsumerBusy
-    if isinstance(exc, errors.TopicNotFoundError | errors.NotFoundError):
-        return pb.TopicNotFound
-    if isinstance(exc, errors.NotAllowedError):
-        return pb.NotAllowedError
-    if isinstance(exc, errors.ServiceNotReadyError):
-        return pb.ServiceNotReady
-    if "Terminated" in name:
-        return pb.TopicTerminatedError
-    if "Fenced" in name or "Closed" in name:
-        return pb.ServiceNotReady
-    if "Persistence" in name or "Ledger" in name or "Bookie" in name:
-        return pb.PersistenceError
     return pb.UnknownError
+
+
+_ERROR_CODES: list[tuple[type[BaseException], int]] = [
+    (ml_errors.ManagedLedgerTerminatedError, pb.TopicTerminatedError),
+    (ml_errors.ManagedLedgerFencedError, pb.ServiceNotReady),
+    (ml_errors.ManagedLedgerClosedError, pb.ServiceNotReady),
+    (ml_errors.ManagedLedgerError, pb.PersistenceError),
+    (errors.TopicNotFoundError, pb.TopicNotFound),
+    (errors.NotFoundError, pb.TopicNotFound),
+    (errors.NotAllowedError, pb.NotAllowedError),
+    (errors.ServiceNotReadyError, pb.ServiceNotReady),
+    (naming.InvalidTopicNameError, pb.InvalidTopicName),
+]
 
 
 def message_id(position: ml.Position, partition: int = -1) -> pb.MessageIdData:

@@ -16,6 +16,7 @@ from pulsar_common.wire import pulsar_api_pb2 as pb
 
 from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
+from pulsar_broker.managed_ledger import errors as ml_errors
 from pulsar_broker.server import commands
 from pulsar_broker.subscriptions.consumer import Consumer, SubType
 from pulsar_broker.topics import entry_info
@@ -174,8 +175,13 @@ class Handlers:
             task, sequence_id, highest, _ = handle.in_flight.popleft()
             self.cnx.send_finished()
             if task.cancelled() or task.exception() is not None:
-                log.warning("publish on %s failed: %s; closing connection", handle.topic,
-                            None if task.cancelled() else task.exception())
+                failure = None if task.cancelled() else task.exception()
+                log.warning("publish on %s failed: %s; closing connection", handle.topic, failure)
+                if isinstance(failure, ml_errors.ManagedLedgerFencedError
+                              | ml_errors.ManagedLedgerClosedError):
+                    # The ledger can take no more writes here: reload the topic (which
+                    # recovers its ledger) when the client reconnects.
+                    self.cnx.spawn(self.service.unload_topic(handle.topic.name))
                 self.cnx.close()
                 continue
             position = task.result()
