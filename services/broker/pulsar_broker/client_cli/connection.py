@@ -22,8 +22,13 @@ LOG_LEVELS = {
 }
 
 
-def make_client(service_url: str, log_level: str = "warn", io_threads: int = 1,
-                operation_timeout_s: int = 30) -> pulsar.Client:
+def make_client(
+    service_url: str, log_level: str = "warn", io_threads: int = 1, operation_timeout_s: int = 30
+) -> pulsar.Client:
     logger = pulsar.FileLogger(LOG_LEVELS[log_level], LOG_PATH)
-    return pulsar.Client(service_url, io_threads=io_threads,
-                         operation_timeout_seconds=operation_timeout_s, logger=logger)
+    return pulsar.Client(
+        service_url,
+        io_threads=io_threads,
+        operation_timeout_seconds=operation_timeout_s,
+        logger=logger,
+    )

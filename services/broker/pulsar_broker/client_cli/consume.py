@@ -28,18 +28,38 @@ POSITIONS = {
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topic", help="topic name, e.g. persistent://public/default/my-topic")
     parser.add_argument("-s", "--subscription-name", required=True, help="subscription name")
-    parser.add_argument("-t", "--subscription-type", choices=list(SUBSCRIPTION_TYPES),
-                        default="Exclusive", help="subscription type (default Exclusive)")
-    parser.add_argument("-n", "--num-messages", type=int, default=1,
-                        help="messages to consume; 0 consumes forever (default 1)")
-    parser.add_argument("-p", "--subscription-position", choices=list(POSITIONS),
-                        default="Latest",
-                        help="where a new subscription starts (default Latest)")
-    parser.add_argument("-r", "--rate", type=float, default=0.0,
-                        help="messages per second; 0 consumes as fast as possible (default 0)")
+    parser.add_argument(
+        "-t",
+        "--subscription-type",
+        choices=list(SUBSCRIPTION_TYPES),
+        default="Exclusive",
+        help="subscription type (default Exclusive)",
+    )
+    parser.add_argument(
+        "-n",
+        "--num-messages",
+        type=int,
+        default=1,
+        help="messages to consume; 0 consumes forever (default 1)",
+    )
+    parser.add_argument(
+        "-p",
+        "--subscription-position",
+        choices=list(POSITIONS),
+        default="Latest",
+        help="where a new subscription starts (default Latest)",
+    )
+    parser.add_argument(
+        "-r",
+        "--rate",
+        type=float,
+        default=0.0,
+        help="messages per second; 0 consumes as fast as possible (default 0)",
+    )
     parser.add_argument("--hex", action="store_true", help="print the content as a hex dump")
-    parser.add_argument("-q", "--queue-size", type=int, default=1000,
-                        help="receiver queue size (default 1000)")
+    parser.add_argument(
+        "-q", "--queue-size", type=int, default=1000, help="receiver queue size (default 1000)"
+    )
 
 
 def describe(message: pulsar.Message, hex_dump: bool = False) -> str:
@@ -54,7 +74,7 @@ def describe(message: pulsar.Message, hex_dump: bool = False) -> str:
 def _hex_dump(data: bytes) -> str:
     rows = []
     for offset in range(0, len(data), 16):
-        chunk = data[offset:offset + 16]
+        chunk = data[offset : offset + 16]
         text = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
         rows.append(f"{offset:08x}  {chunk.hex(' '):<47}  |{text}|")
     return "\n" + "\n".join(rows)
@@ -64,14 +84,19 @@ def run(args: argparse.Namespace) -> int:
     client = connection.make_client(args.service_url, args.log_level)
     try:
         consumer = client.subscribe(
-            args.topic, args.subscription_name,
+            args.topic,
+            args.subscription_name,
             consumer_type=SUBSCRIPTION_TYPES[args.subscription_type],
             initial_position=POSITIONS[args.subscription_position],
-            receiver_queue_size=args.queue_size)
+            receiver_queue_size=args.queue_size,
+        )
         try:
-            consumed = consume(consumer, args.num_messages, args.rate,
-                               lambda m: print(MESSAGE_BOUNDARY + "\n" + describe(m, args.hex),
-                                               flush=True))
+            consumed = consume(
+                consumer,
+                args.num_messages,
+                args.rate,
+                lambda m: print(MESSAGE_BOUNDARY + "\n" + describe(m, args.hex), flush=True),
+            )
         finally:
             consumer.close()
     finally:
@@ -80,8 +105,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def consume(consumer: pulsar.Consumer, num_messages: int, rate_per_s: float,
-            show: Callable[[pulsar.Message], None]) -> int:
+def consume(
+    consumer: pulsar.Consumer,
+    num_messages: int,
+    rate_per_s: float,
+    show: Callable[[pulsar.Message], None],
+) -> int:
     """Receive up to `num_messages` (0 = until interrupted), show and acknowledge each one."""
     limiter = rate.RateLimiter(rate_per_s)
     consumed = 0

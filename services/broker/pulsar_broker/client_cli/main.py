@@ -14,13 +14,21 @@ from pulsar_broker.client_cli import connection, consume, errors, produce
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pulsar-client",
-        description="Produce messages to and consume messages from a Pulsar topic.")
-    parser.add_argument("--url", "--service-url", dest="service_url",
-                        default=connection.DEFAULT_SERVICE_URL,
-                        help="broker service URL, pulsar:// or http:// "
-                             f"(default {connection.DEFAULT_SERVICE_URL})")
-    parser.add_argument("--log-level", default="warn", choices=["debug", "info", "warn", "error"],
-                        help="level of the client library's log on stderr (default warn)")
+        description="Produce messages to and consume messages from a Pulsar topic.",
+    )
+    parser.add_argument(
+        "--url",
+        "--service-url",
+        dest="service_url",
+        default=connection.DEFAULT_SERVICE_URL,
+        help=f"broker service URL, pulsar:// or http:// (default {connection.DEFAULT_SERVICE_URL})",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="warn",
+        choices=["debug", "info", "warn", "error"],
+        help="level of the client library's log on stderr (default warn)",
+    )
     commands = parser.add_subparsers(dest="command", metavar="<command>", required=True)
     produce.add_arguments(commands.add_parser("produce", help="send messages to a topic"))
     consume.add_arguments(commands.add_parser("consume", help="receive messages from a topic"))

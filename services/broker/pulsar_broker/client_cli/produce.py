@@ -26,23 +26,53 @@ class ProduceRequest:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topic", help="topic name, e.g. persistent://public/default/my-topic")
-    parser.add_argument("-m", "--messages", action="append", default=[],
-                        help="message to send; repeat the option for several messages "
-                             "(each value is also split on --separator)")
-    parser.add_argument("-f", "--files", action="append", default=[],
-                        help="file whose whole content is sent as one message; repeatable")
-    parser.add_argument("-n", "--num-produce", type=int, default=1,
-                        help="how many times to send the messages (default 1)")
-    parser.add_argument("-r", "--rate", type=float, default=0.0,
-                        help="messages per second; 0 sends as fast as possible (default 0)")
+    parser.add_argument(
+        "-m",
+        "--messages",
+        action="append",
+        default=[],
+        help="message to send; repeat the option for several messages "
+        "(each value is also split on --separator)",
+    )
+    parser.add_argument(
+        "-f",
+        "--files",
+        action="append",
+        default=[],
+        help="file whose whole content is sent as one message; repeatable",
+    )
+    parser.add_argument(
+        "-n",
+        "--num-produce",
+        type=int,
+        default=1,
+        help="how many times to send the messages (default 1)",
+    )
+    parser.add_argument(
+        "-r",
+        "--rate",
+        type=float,
+        default=0.0,
+        help="messages per second; 0 sends as fast as possible (default 0)",
+    )
     parser.add_argument("-k", "--key", help="partitioning key of every message")
-    parser.add_argument("-p", "--properties", action="append", default=[],
-                        help="message property key=value; repeatable, or comma separated")
-    parser.add_argument("-s", "--separator", default=",",
-                        help="separator splitting -m values into messages (default ','); "
-                             "an empty string disables splitting")
-    parser.add_argument("-db", "--disable-batching", action="store_true",
-                        help="send every message in its own entry")
+    parser.add_argument(
+        "-p",
+        "--properties",
+        action="append",
+        default=[],
+        help="message property key=value; repeatable, or comma separated",
+    )
+    parser.add_argument(
+        "-s",
+        "--separator",
+        default=",",
+        help="separator splitting -m values into messages (default ','); "
+        "an empty string disables splitting",
+    )
+    parser.add_argument(
+        "-db", "--disable-batching", action="store_true", help="send every message in its own entry"
+    )
 
 
 def parse_properties(values: Sequence[str]) -> dict[str, str]:
@@ -75,9 +105,14 @@ def request_from(args: argparse.Namespace) -> ProduceRequest:
         raise errors.UsageError("nothing to send: give messages with -m or files with -f")
     if args.num_produce < 1:
         raise errors.UsageError("--num-produce must be at least 1")
-    return ProduceRequest(topic=args.topic, payloads=payloads, num_produce=args.num_produce,
-                          rate_per_s=args.rate, key=args.key,
-                          properties=parse_properties(args.properties))
+    return ProduceRequest(
+        topic=args.topic,
+        payloads=payloads,
+        num_produce=args.num_produce,
+        rate_per_s=args.rate,
+        key=args.key,
+        properties=parse_properties(args.properties),
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,16 +128,18 @@ def run(args: argparse.Namespace) -> int:
 
 def produce(client: pulsar.Client, request: ProduceRequest, batching: bool) -> int:
     """Send every payload `num_produce` times, waiting for each receipt; returns the count sent."""
-    producer = client.create_producer(request.topic, batching_enabled=batching,
-                                      batching_max_publish_delay_ms=1)
+    producer = client.create_producer(
+        request.topic, batching_enabled=batching, batching_max_publish_delay_ms=1
+    )
     limiter = rate.RateLimiter(request.rate_per_s)
     sent = 0
     try:
         for _ in range(request.num_produce):
             for payload in request.payloads:
                 limiter.acquire()
-                producer.send(payload, properties=request.properties or None,
-                              partition_key=request.key)
+                producer.send(
+                    payload, properties=request.properties or None, partition_key=request.key
+                )
                 sent += 1
     finally:
         producer.close()

@@ -13,8 +13,12 @@ class RateLimiter:
     slow broker, a full queue) does not turn into an unbounded flood afterwards.
     """
 
-    def __init__(self, rate: float, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        rate: float,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.rate = rate
         self._clock = clock
         self._sleep = sleep

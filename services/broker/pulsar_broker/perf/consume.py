@@ -21,18 +21,38 @@ RECEIVE_SLICE_MS = 200
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_common(parser)
-    parser.add_argument("-s", "--subscriber-name", "--subscription-name", dest="subscription",
-                        default="sub", help="subscription name (default sub)")
-    parser.add_argument("-st", "--subscription-type", default="Exclusive",
-                        choices=list(client_consume.SUBSCRIPTION_TYPES),
-                        help="subscription type (default Exclusive)")
-    parser.add_argument("-sp", "--subscription-position", default="Latest",
-                        choices=list(client_consume.POSITIONS),
-                        help="where a new subscription starts (default Latest)")
-    parser.add_argument("-n", "--num-consumers", type=int, default=1,
-                        help="consumers per topic (default 1)")
-    parser.add_argument("-q", "--receiver-queue-size", type=int, default=1000,
-                        help="receiver queue size per consumer (default 1000)")
+    parser.add_argument(
+        "-s",
+        "--subscriber-name",
+        "--subscription-name",
+        dest="subscription",
+        default="sub",
+        help="subscription name (default sub)",
+    )
+    parser.add_argument(
+        "-st",
+        "--subscription-type",
+        default="Exclusive",
+        choices=list(client_consume.SUBSCRIPTION_TYPES),
+        help="subscription type (default Exclusive)",
+    )
+    parser.add_argument(
+        "-sp",
+        "--subscription-position",
+        default="Latest",
+        choices=list(client_consume.POSITIONS),
+        help="where a new subscription starts (default Latest)",
+    )
+    parser.add_argument(
+        "-n", "--num-consumers", type=int, default=1, help="consumers per topic (default 1)"
+    )
+    parser.add_argument(
+        "-q",
+        "--receiver-queue-size",
+        type=int,
+        default=1000,
+        help="receiver queue size per consumer (default 1000)",
+    )
 
 
 class ConsumeRun:
@@ -50,10 +70,12 @@ class ConsumeRun:
         a = self.args
         return [
             client.subscribe(
-                topic, a.subscription,
+                topic,
+                a.subscription,
                 consumer_type=client_consume.SUBSCRIPTION_TYPES[a.subscription_type],
                 initial_position=client_consume.POSITIONS[a.subscription_position],
-                receiver_queue_size=a.receiver_queue_size)
+                receiver_queue_size=a.receiver_queue_size,
+            )
             for topic in options.expand_topics(a.topics, a.num_topics)
             for _ in range(a.num_consumers)
         ]
@@ -92,15 +114,26 @@ def run(args: argparse.Namespace) -> int:
     client = connection.make_client(args.service_url, args.log_level, args.num_io_threads)
     try:
         consumers = perf.subscribe(client)
-        print(f"Created {len(consumers)} consumers on subscription {args.subscription}",
-              flush=True)
-        reporter = stats.Reporter("received", "received", perf.throughput, perf.recorder,
-                                  args.stats_interval_seconds, False,
-                                  lambda line: print(line, flush=True))
+        print(f"Created {len(consumers)} consumers on subscription {args.subscription}", flush=True)
+        reporter = stats.Reporter(
+            "received",
+            "received",
+            perf.throughput,
+            perf.recorder,
+            args.stats_interval_seconds,
+            False,
+            lambda line: print(line, flush=True),
+        )
         per_consumer_rate = args.rate / len(consumers) if args.rate > 0 else 0.0
-        threads = [threading.Thread(target=perf.receive_loop, args=(c, per_consumer_rate),
-                                    name=f"perf-consumer-{i}", daemon=True)
-                   for i, c in enumerate(consumers)]
+        threads = [
+            threading.Thread(
+                target=perf.receive_loop,
+                args=(c, per_consumer_rate),
+                name=f"perf-consumer-{i}",
+                daemon=True,
+            )
+            for i, c in enumerate(consumers)
+        ]
         reporter.start()
         perf.stop.begin()
         for thread in threads:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
@@ -27,6 +28,10 @@ class StopControl:
         signal.signal(signal.SIGTERM, self._on_signal)
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        if self.event.is_set():
+            # A second signal while the first is being honoured (for example while the
+            # client waits on an unreachable broker): leave now, without a summary.
+            os._exit(128 + signum)
         self.event.set()
 
     def should_stop(self) -> bool:

@@ -81,9 +81,11 @@ class Histogram:
     def summary(self) -> LatencySummary:
         mean = self.total / self.count if self.count else 0.0
         return LatencySummary(
-            count=self.count, mean_ms=mean / 1000.0,
+            count=self.count,
+            mean_ms=mean / 1000.0,
             percentiles_ms={p: self.value_at(p) / 1000.0 for p in PERCENTILES},
-            max_ms=self.max / 1000.0)
+            max_ms=self.max / 1000.0,
+        )
 
 
 class Recorder:

@@ -14,12 +14,15 @@ from pulsar_broker.perf import consume, produce
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pulsar-perf",
-        description="Load a Pulsar broker and report rates and latency percentiles.")
+        description="Load a Pulsar broker and report rates and latency percentiles.",
+    )
     commands = parser.add_subparsers(dest="command", metavar="<command>", required=True)
-    produce.add_arguments(commands.add_parser(
-        "produce", help="publish messages; latency from send to broker receipt"))
-    consume.add_arguments(commands.add_parser(
-        "consume", help="receive messages; latency from publish to receive"))
+    produce.add_arguments(
+        commands.add_parser("produce", help="publish messages; latency from send to broker receipt")
+    )
+    consume.add_arguments(
+        commands.add_parser("consume", help="receive messages; latency from publish to receive")
+    )
     return parser
 
 

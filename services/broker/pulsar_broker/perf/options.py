@@ -9,22 +9,56 @@ from pulsar_broker.client_cli import connection
 
 def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topics", nargs="+", help="topic name(s)")
-    parser.add_argument("-u", "--service-url", default=connection.DEFAULT_SERVICE_URL,
-                        help=f"service URL (default {connection.DEFAULT_SERVICE_URL})")
-    parser.add_argument("-t", "--num-topics", type=int, default=1,
-                        help="topics per given name; with more than one, '-<i>' is appended")
-    parser.add_argument("-r", "--rate", type=float, default=0.0,
-                        help="messages per second in total; 0 means unlimited")
-    parser.add_argument("-m", "--num-messages", type=int, default=0,
-                        help="stop after this many messages in total; 0 means no limit")
-    parser.add_argument("-time", "--test-duration", type=float, default=0.0,
-                        help="stop after this many seconds; 0 means no limit")
-    parser.add_argument("-i", "--stats-interval-seconds", type=float, default=5.0,
-                        help="seconds between rate lines (default 5)")
-    parser.add_argument("--log-level", default="warn", choices=list(connection.LOG_LEVELS),
-                        help="client library log level, on stderr (default warn)")
-    parser.add_argument("-ioThreads", "--num-io-threads", type=int, default=1,
-                        help="client I/O threads (default 1)")
+    parser.add_argument(
+        "-u",
+        "--service-url",
+        default=connection.DEFAULT_SERVICE_URL,
+        help=f"service URL (default {connection.DEFAULT_SERVICE_URL})",
+    )
+    parser.add_argument(
+        "-t",
+        "--num-topics",
+        type=int,
+        default=1,
+        help="topics per given name; with more than one, '-<i>' is appended",
+    )
+    parser.add_argument(
+        "-r",
+        "--rate",
+        type=float,
+        default=0.0,
+        help="messages per second in total; 0 means unlimited",
+    )
+    parser.add_argument(
+        "-m",
+        "--num-messages",
+        type=int,
+        default=0,
+        help="stop after this many messages in total; 0 means no limit",
+    )
+    parser.add_argument(
+        "-time",
+        "--test-duration",
+        type=float,
+        default=0.0,
+        help="stop after this many seconds; 0 means no limit",
+    )
+    parser.add_argument(
+        "-i",
+        "--stats-interval-seconds",
+        type=float,
+        default=5.0,
+        help="seconds between rate lines (default 5)",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="warn",
+        choices=list(connection.LOG_LEVELS),
+        help="client library log level, on stderr (default warn)",
+    )
+    parser.add_argument(
+        "-ioThreads", "--num-io-threads", type=int, default=1, help="client I/O threads (default 1)"
+    )
 
 
 def expand_topics(names: list[str], num_topics: int) -> list[str]:

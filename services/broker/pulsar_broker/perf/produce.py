@@ -32,29 +32,61 @@ BATCHED_SAMPLE_EVERY = 100
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_common(parser)
-    parser.add_argument("-s", "--size", type=int, default=1024,
-                        help="message size in bytes (default 1024)")
-    parser.add_argument("-n", "--num-producers", type=int, default=1,
-                        help="producers per topic (default 1)")
-    parser.add_argument("-b", "--batch-time-window", type=float, default=1.0,
-                        help="batching window in ms (default 1)")
-    parser.add_argument("-bm", "--batch-max-messages", type=int, default=1000,
-                        help="messages per batch at most (default 1000)")
-    parser.add_argument("-bb", "--batch-max-bytes", type=int, default=4 * 1024 * 1024,
-                        help="bytes per batch at most (default 4 MiB)")
-    parser.add_argument("-db", "--disable-batching", action="store_true",
-                        help="send every message as its own entry")
-    parser.add_argument("-o", "--max-outstanding", type=int, default=0,
-                        help="messages in flight at most, over all producers "
-                             f"(0 means {DEFAULT_MAX_OUTSTANDING})")
-    parser.add_argument("-z", "--compression", choices=list(COMPRESSION), default="NONE",
-                        help="compression of batches (default NONE)")
+    parser.add_argument(
+        "-s", "--size", type=int, default=1024, help="message size in bytes (default 1024)"
+    )
+    parser.add_argument(
+        "-n", "--num-producers", type=int, default=1, help="producers per topic (default 1)"
+    )
+    parser.add_argument(
+        "-b",
+        "--batch-time-window",
+        type=float,
+        default=1.0,
+        help="batching window in ms (default 1)",
+    )
+    parser.add_argument(
+        "-bm",
+        "--batch-max-messages",
+        type=int,
+        default=1000,
+        help="messages per batch at most (default 1000)",
+    )
+    parser.add_argument(
+        "-bb",
+        "--batch-max-bytes",
+        type=int,
+        default=4 * 1024 * 1024,
+        help="bytes per batch at most (default 4 MiB)",
+    )
+    parser.add_argument(
+        "-db", "--disable-batching", action="store_true", help="send every message as its own entry"
+    )
+    parser.add_argument(
+        "-o",
+        "--max-outstanding",
+        type=int,
+        default=0,
+        help=f"messages in flight at most, over all producers (0 means {DEFAULT_MAX_OUTSTANDING})",
+    )
+    parser.add_argument(
+        "-z",
+        "--compression",
+        choices=list(COMPRESSION),
+        default="NONE",
+        help="compression of batches (default NONE)",
+    )
     parser.add_argument("-k", "--key", help="partitioning key of every message")
-    parser.add_argument("-ls", "--latency-sample-every", type=int, default=0,
-                        help="time one message in N; counts stay exact. 0 (default) times "
-                             f"every message without batching and 1 in {BATCHED_SAMPLE_EVERY} "
-                             "with batching, where a Python callback per message would "
-                             "limit the client more than the broker")
+    parser.add_argument(
+        "-ls",
+        "--latency-sample-every",
+        type=int,
+        default=0,
+        help="time one message in N; counts stay exact. 0 (default) times "
+        f"every message without batching and 1 in {BATCHED_SAMPLE_EVERY} "
+        "with batching, where a Python callback per message would "
+        "limit the client more than the broker",
+    )
 
 
 def sample_every(args: argparse.Namespace) -> int:
@@ -80,19 +112,28 @@ class ProduceRun:
         a = self.args
         return [
             client.create_producer(
-                topic, batching_enabled=not a.disable_batching,
+                topic,
+                batching_enabled=not a.disable_batching,
                 batching_max_messages=a.batch_max_messages,
                 batching_max_allowed_size_in_bytes=a.batch_max_bytes,
                 batching_max_publish_delay_ms=max(1, int(a.batch_time_window)),
                 compression_type=COMPRESSION[a.compression],
                 max_pending_messages=self.outstanding_limit + a.batch_max_messages,
-                block_if_queue_full=False, send_timeout_millis=30000)
+                block_if_queue_full=False,
+                send_timeout_millis=30000,
+            )
             for topic in options.expand_topics(a.topics, a.num_topics)
             for _ in range(a.num_producers)
         ]
 
-    def _on_sent(self, started_ns: int, messages: int, size: int, result: pulsar.Result,
-                 message_id: pulsar.MessageId) -> None:
+    def _on_sent(
+        self,
+        started_ns: int,
+        messages: int,
+        size: int,
+        result: pulsar.Result,
+        message_id: pulsar.MessageId,
+    ) -> None:
         """Callback of a timed message; it also stands for the untimed ones sent before it."""
         if result == pulsar.Result.Ok:
             self.recorder.record((time.perf_counter_ns() - started_ns) // 1000)
@@ -122,8 +163,9 @@ class ProduceRun:
             untimed[index] += 1
             callback = None
             if untimed[index] >= every:
-                callback = functools.partial(self._on_sent, time.perf_counter_ns(),
-                                             untimed[index], size)
+                callback = functools.partial(
+                    self._on_sent, time.perf_counter_ns(), untimed[index], size
+                )
                 untimed[index] = 0
             producers[index].send_async(payload, callback, partition_key=key)
             sent += 1
@@ -151,11 +193,20 @@ def run(args: argparse.Namespace) -> int:
     client = connection.make_client(args.service_url, args.log_level, args.num_io_threads)
     try:
         producers = perf.create_producers(client)
-        print(f"Created {len(producers)} producers; sending {args.size} byte messages, "
-              f"timing 1 in {sample_every(args)}", flush=True)
-        reporter = stats.Reporter("produced", "sent", perf.throughput, perf.recorder,
-                                  args.stats_interval_seconds, True,
-                                  lambda line: print(line, flush=True))
+        print(
+            f"Created {len(producers)} producers; sending {args.size} byte messages, "
+            f"timing 1 in {sample_every(args)}",
+            flush=True,
+        )
+        reporter = stats.Reporter(
+            "produced",
+            "sent",
+            perf.throughput,
+            perf.recorder,
+            args.stats_interval_seconds,
+            True,
+            lambda line: print(line, flush=True),
+        )
         reporter.start()
         perf.stop.begin()
         try:

@@ -49,29 +49,40 @@ class Throughput:
 
 def latency_text(summary: histogram.LatencySummary) -> str:
     p = summary.percentiles_ms
-    return (f"Latency: mean: {summary.mean_ms:.3f} ms - med: {p[50.0]:.3f} - "
-            f"95pct: {p[95.0]:.3f} - 99pct: {p[99.0]:.3f} - 99.9pct: {p[99.9]:.3f} - "
-            f"99.99pct: {p[99.99]:.3f} - Max: {summary.max_ms:.3f}")
+    return (
+        f"Latency: mean: {summary.mean_ms:.3f} ms - med: {p[50.0]:.3f} - "
+        f"95pct: {p[95.0]:.3f} - 99pct: {p[99.0]:.3f} - 99.9pct: {p[99.9]:.3f} - "
+        f"99.99pct: {p[99.99]:.3f} - Max: {summary.max_ms:.3f}"
+    )
 
 
 def mbit_per_s(byte_count: int, seconds: float) -> float:
     return byte_count * 8 / 1_000_000 / seconds if seconds > 0 else 0.0
 
 
-def interval_line(verb: str, total: Totals, previous: Totals, seconds: float,
-                  latency: histogram.LatencySummary, with_failures: bool) -> str:
+def interval_line(
+    verb: str,
+    total: Totals,
+    previous: Totals,
+    seconds: float,
+    latency: histogram.LatencySummary,
+    with_failures: bool,
+) -> str:
     messages = total.messages - previous.messages
     rate = messages / seconds if seconds > 0 else 0.0
-    line = (f"Throughput {verb}: {total.messages:,} msg --- {rate:.1f} msg/s --- "
-            f"{mbit_per_s(total.bytes - previous.bytes, seconds):.3f} Mbit/s --- ")
+    line = (
+        f"Throughput {verb}: {total.messages:,} msg --- {rate:.1f} msg/s --- "
+        f"{mbit_per_s(total.bytes - previous.bytes, seconds):.3f} Mbit/s --- "
+    )
     if with_failures:
         failures = (total.failures - previous.failures) / seconds if seconds > 0 else 0.0
         line += f"failure {failures:.1f} msg/s --- "
     return line + latency_text(latency)
 
 
-def summary_lines(noun: str, total: Totals, seconds: float,
-                  latency: histogram.LatencySummary) -> list[str]:
+def summary_lines(
+    noun: str, total: Totals, seconds: float, latency: histogram.LatencySummary
+) -> list[str]:
     rate = total.messages / seconds if seconds > 0 else 0.0
     return [
         f"Aggregated throughput stats --- {total.messages:,} records {noun} --- "
@@ -84,9 +95,16 @@ def summary_lines(noun: str, total: Totals, seconds: float,
 class Reporter:
     """Prints one rate line every `interval_s` until stopped, then the final summary."""
 
-    def __init__(self, verb: str, noun: str, throughput: Throughput,
-                 recorder: histogram.Recorder, interval_s: float, with_failures: bool,
-                 emit: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        verb: str,
+        noun: str,
+        throughput: Throughput,
+        recorder: histogram.Recorder,
+        interval_s: float,
+        with_failures: bool,
+        emit: Callable[[str], None],
+    ) -> None:
         self._verb = verb
         self._noun = noun
         self._throughput = throughput
@@ -109,8 +127,9 @@ class Reporter:
             now = time.monotonic()
             total = self._throughput.totals()
             latency = self._recorder.interval().summary()
-            self._emit(interval_line(self._verb, total, previous, now - last, latency,
-                                     self._with_failures))
+            self._emit(
+                interval_line(self._verb, total, previous, now - last, latency, self._with_failures)
+            )
             previous, last = total, now
 
     def finish(self) -> tuple[Totals, float, histogram.LatencySummary]:

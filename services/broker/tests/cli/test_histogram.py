@@ -15,8 +15,10 @@ def _exact(values: list[int], percentile: float) -> int:
     return ordered[max(1, math.ceil(len(ordered) * percentile / 100)) - 1]
 
 
-@given(st.lists(st.integers(min_value=0, max_value=10**9), min_size=1, max_size=300),
-       st.sampled_from(histogram.PERCENTILES))
+@given(
+    st.lists(st.integers(min_value=0, max_value=10**9), min_size=1, max_size=300),
+    st.sampled_from(histogram.PERCENTILES),
+)
 def test_percentiles_are_within_one_percent_of_the_exact_value(values, percentile):
     h = histogram.Histogram()
     for value in values:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 
@@ -15,8 +16,22 @@ def _messages(stdout: str) -> list[str]:
 
 
 def test_produced_messages_are_consumed_with_key_properties_and_content(pulsar_client, topic):
-    produced = pulsar_client("produce", topic, "-m", "hello", "-m", "world", "-n", "2",
-                             "-k", "key-1", "-p", "colour=blue", "-p", "size=10")
+    produced = pulsar_client(
+        "produce",
+        topic,
+        "-m",
+        "hello",
+        "-m",
+        "world",
+        "-n",
+        "2",
+        "-k",
+        "key-1",
+        "-p",
+        "colour=blue",
+        "-p",
+        "size=10",
+    )
     assert produced.returncode == 0, produced.stderr
     assert "4 messages successfully produced" in produced.stdout
 
@@ -30,17 +45,22 @@ def test_produced_messages_are_consumed_with_key_properties_and_content(pulsar_c
 
 
 def test_messages_without_key_or_properties_print_null_key_and_empty_properties(
-        pulsar_client, topic):
+    pulsar_client, topic
+):
     assert pulsar_client("produce", topic, "-m", "a,b").returncode == 0
-    consumed = pulsar_client("consume", topic, "-s", "sub", "-t", "Shared", "-p", "Earliest",
-                             "-n", "2")
+    consumed = pulsar_client(
+        "consume", topic, "-s", "sub", "-t", "Shared", "-p", "Earliest", "-n", "2"
+    )
     assert consumed.returncode == 0, consumed.stderr
-    assert _messages(consumed.stdout) == ["key:[null], properties:[], content:a",
-                                          "key:[null], properties:[], content:b"]
+    assert _messages(consumed.stdout) == [
+        "key:[null], properties:[], content:a",
+        "key:[null], properties:[], content:b",
+    ]
 
 
 def test_files_are_sent_whole_after_messages_and_acked_messages_are_not_consumed_again(
-        pulsar_client, topic, tmp_path):
+    pulsar_client, topic, tmp_path
+):
     body = tmp_path / "body.txt"
     body.write_text("line one, with a comma")
     assert pulsar_client("produce", topic, "-m", "first", "-f", str(body)).returncode == 0
@@ -51,16 +71,77 @@ def test_files_are_sent_whole_after_messages_and_acked_messages_are_not_consumed
 
 
 def test_produce_without_messages_is_a_usage_error():
-    done = subprocess.run([sys.executable, "-m", "pulsar_broker.client_cli.main",
-                           "produce", "persistent://public/default/nothing"],
-                          capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pulsar_broker.client_cli.main",
+            "produce",
+            "persistent://public/default/nothing",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 1
     assert "nothing to send" in done.stderr
 
 
 def test_consume_requires_a_subscription_name():
-    done = subprocess.run([sys.executable, "-m", "pulsar_broker.client_cli.main",
-                           "consume", "persistent://public/default/nothing"],
-                          capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pulsar_broker.client_cli.main",
+            "consume",
+            "persistent://public/default/nothing",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 2
     assert "--subscription-name" in done.stderr
+
+
+def test_consuming_forever_stops_on_ctrl_c_and_reports_the_count(standalone, pulsar_client, topic):
+    consumer = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pulsar_broker.client_cli.main",
+            "--url",
+            standalone.service_url,
+            "consume",
+            topic,
+            "-s",
+            "sub",
+            "-p",
+            "Earliest",
+            "-n",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert pulsar_client("produce", topic, "-m", "one,two").returncode == 0
+        assert consumer.stdout is not None
+        seen = [consumer.stdout.readline().rstrip("\n") for _ in range(4)]
+        assert seen == [
+            BOUNDARY,
+            "key:[null], properties:[], content:one",
+            BOUNDARY,
+            "key:[null], properties:[], content:two",
+        ]
+        consumer.send_signal(signal.SIGINT)
+        out, _ = consumer.communicate(timeout=60)
+    finally:
+        if consumer.poll() is None:
+            consumer.kill()
+            consumer.wait()
+    assert consumer.returncode == 0
+    assert "2 messages successfully consumed" in out

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import re
+import signal
+import subprocess
+import sys
 
-SUMMARY = re.compile(r"Aggregated throughput stats --- ([\d,]+) records (sent|received) --- "
-                     r"[\d.]+ msg/s --- [\d.]+ Mbit/s")
-LATENCY = re.compile(r"Aggregated latency stats --- Latency: mean: [\d.]+ ms - med: [\d.]+ - "
-                     r"95pct: [\d.]+ - 99pct: [\d.]+ - 99.9pct: [\d.]+ - 99.99pct: [\d.]+ - "
-                     r"Max: [\d.]+")
+SUMMARY = re.compile(
+    r"Aggregated throughput stats --- ([\d,]+) records (sent|received) --- "
+    r"[\d.]+ msg/s --- [\d.]+ Mbit/s"
+)
+LATENCY = re.compile(
+    r"Aggregated latency stats --- Latency: mean: [\d.]+ ms - med: [\d.]+ - "
+    r"95pct: [\d.]+ - 99pct: [\d.]+ - 99.9pct: [\d.]+ - 99.99pct: [\d.]+ - "
+    r"Max: [\d.]+"
+)
 
 
 def _records(stdout: str) -> int:
@@ -18,32 +25,84 @@ def _records(stdout: str) -> int:
 
 
 def test_produce_then_consume_report_rates_and_the_same_record_count(pulsar_perf, topic):
-    produced = pulsar_perf("produce", topic, "-time", "2", "-i", "0.5", "-s", "100",
-                           "-r", "2000")
+    produced = pulsar_perf("produce", topic, "-time", "2", "-i", "0.5", "-s", "100", "-r", "2000")
     assert produced.returncode == 0, produced.stderr
-    assert re.search(r"Throughput produced: [\d,]+ msg --- [\d.]+ msg/s --- [\d.]+ Mbit/s --- "
-                     r"failure [\d.]+ msg/s --- Latency: mean: ", produced.stdout), produced.stdout
+    assert re.search(
+        r"Throughput produced: [\d,]+ msg --- [\d.]+ msg/s --- [\d.]+ Mbit/s --- "
+        r"failure [\d.]+ msg/s --- Latency: mean: ",
+        produced.stdout,
+    ), produced.stdout
     assert LATENCY.search(produced.stdout), produced.stdout
     sent = _records(produced.stdout)
     assert sent > 0
 
-    consumed = pulsar_perf("consume", topic, "-sp", "Earliest", "-m", str(sent),
-                           "-time", "60", "-i", "0.5")
+    consumed = pulsar_perf(
+        "consume", topic, "-sp", "Earliest", "-m", str(sent), "-time", "60", "-i", "0.5"
+    )
     assert consumed.returncode == 0, consumed.stderr
     assert _records(consumed.stdout) == sent
     assert LATENCY.search(consumed.stdout), consumed.stdout
 
 
 def test_unbatched_producers_over_several_topics_stop_at_the_message_count(pulsar_perf, topic):
-    produced = pulsar_perf("produce", topic, "-db", "-t", "2", "-n", "2", "-m", "200",
-                           "-i", "0.5")
+    produced = pulsar_perf("produce", topic, "-db", "-t", "2", "-n", "2", "-m", "200", "-i", "0.5")
     assert produced.returncode == 0, produced.stderr
     assert "Created 4 producers" in produced.stdout
     assert _records(produced.stdout) == 200
     assert LATENCY.search(produced.stdout), produced.stdout
 
-    consumed = pulsar_perf("consume", topic, "-t", "2", "-st", "Shared", "-n", "2",
-                           "-sp", "Earliest", "-m", "200", "-time", "60", "-i", "0.5")
+    consumed = pulsar_perf(
+        "consume",
+        topic,
+        "-t",
+        "2",
+        "-st",
+        "Shared",
+        "-n",
+        "2",
+        "-sp",
+        "Earliest",
+        "-m",
+        "200",
+        "-time",
+        "60",
+        "-i",
+        "0.5",
+    )
     assert consumed.returncode == 0, consumed.stderr
     assert "Created 4 consumers" in consumed.stdout
     assert _records(consumed.stdout) == 200
+
+
+def test_ctrl_c_ends_a_run_without_limits_with_the_summary(standalone, topic):
+    perf = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pulsar_broker.perf.main",
+            "produce",
+            "-u",
+            standalone.service_url,
+            topic,
+            "-r",
+            "500",
+            "-i",
+            "0.3",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert perf.stdout is not None
+        lines = iter(perf.stdout.readline, "")
+        assert any(line.startswith("Throughput produced:") for line in lines)
+        perf.send_signal(signal.SIGINT)
+        out, _ = perf.communicate(timeout=60)
+    finally:
+        if perf.poll() is None:
+            perf.kill()
+            perf.wait()
+    assert perf.returncode == 0
+    assert _records(out) > 0
+    assert LATENCY.search(out), out
