@@ -252,27 +252,27 @@ class BookieService(http.BookieAdmin):
 
     def _readings(self) -> dict[str, float]:
         readings: dict[str, float] = {
-            "bookie_ADD_ENTRY_IN_PROGRESS": self.server.adds_in_progress,
-            "bookie_READ_ENTRY_IN_PROGRESS": self.server.reads_in_progress,
-            "bookie_LONG_POLL_LAC_WAITING": self.server.lac_waiters,
-            "bookie_SERVER_STATUS": 0 if self.read_only else 1,
+            "bookie_add_entry_in_progress": self.server.adds_in_progress,
+            "bookie_read_entry_in_progress": self.server.reads_in_progress,
+            "bookie_long_poll_lac_waiting": self.server.lac_waiters,
+            "bookie_server_status": 0 if self.read_only else 1,
             "bookie_ledger_disk_usage": self.monitor.last_usage,
         }
         if not self._ready:
             return readings
         stats = self.engine.stats()
         readings.update({
-            "bookie_ADD_ENTRY": stats.adds,
-            "bookie_journal_JOURNAL_SYNC": stats.journal_fsyncs,
-            "bookie_journal_JOURNAL_BATCHES": stats.journal_batches,
-            "bookie_journal_JOURNAL_BYTES": stats.journal_bytes,
+            "bookie_add_entry": stats.adds,
+            "bookie_journal_sync": stats.journal_fsyncs,
+            "bookie_journal_batches": stats.journal_batches,
+            "bookie_journal_bytes": stats.journal_bytes,
             "bookie_read_cache_hits": stats.read_cache_hits,
             "bookie_read_cache_misses": getattr(stats, "read_cache_misses", stats.entry_log_reads),
-            "bookie_FLUSH": stats.flushes,
+            "bookie_flush": stats.flushes,
             "bookie_write_cache_size": stats.write_cache_bytes,
             "bookie_read_cache_size": stats.read_cache_bytes,
         })
         queue = getattr(stats, "journal_queue_depth", None)
         if queue is not None:
-            readings["bookie_journal_JOURNAL_QUEUE_SIZE"] = queue
+            readings["bookie_journal_queue_size"] = queue
         return readings

@@ -6,8 +6,9 @@ counters at scrape time, so the data path pays nothing for it. Each bookie
 gets its own MeterProvider and prometheus_client registry, so several
 bookies can live in one test process.
 
-Names follow Apache BookKeeper's Prometheus names where one exists
-(bookkeeper_server_ADD_ENTRY_REQUEST, bookie_journal_JOURNAL_SYNC, ...).
+Names follow Apache BookKeeper's where one exists, in lower case as the
+OpenTelemetry exporter writes them (bookkeeper_server_add_entry_request_seconds,
+bookie_journal_sync_total, ...).
 """
 
 from __future__ import annotations
@@ -47,12 +48,12 @@ class BookieMetrics:
         )
         meter = self._provider.get_meter("pulsar_bookie")
         self._add_latency = meter.create_histogram(
-            "bookkeeper_server_ADD_ENTRY_REQUEST", unit="s",
+            "bookkeeper_server_add_entry_request", unit="s",
             description="Time from receiving an add to its journal sync",
             explicit_bucket_boundaries_advisory=LATENCY_BUCKETS_S,
         )
         self._read_latency = meter.create_histogram(
-            "bookkeeper_server_READ_ENTRY_REQUEST", unit="s",
+            "bookkeeper_server_read_entry_request", unit="s",
             description="Time to serve a read, LAC read or fence",
             explicit_bucket_boundaries_advisory=LATENCY_BUCKETS_S,
         )
@@ -87,21 +88,21 @@ class BookieMetrics:
 
 
 _COUNTERS = {
-    "bookie_ADD_ENTRY": "Entries added to this bookie's storage",
-    "bookie_journal_JOURNAL_SYNC": "fdatasync calls of the journals (group commits)",
-    "bookie_journal_JOURNAL_BATCHES": "Journal batches written",
-    "bookie_journal_JOURNAL_BYTES": "Bytes written to the journals",
+    "bookie_add_entry": "Entries added to this bookie's storage",
+    "bookie_journal_sync": "fdatasync calls of the journals (group commits)",
+    "bookie_journal_batches": "Journal batches written",
+    "bookie_journal_bytes": "Bytes written to the journals",
     "bookie_read_cache_hits": "Reads served by the read-ahead cache",
     "bookie_read_cache_misses": "Reads that went to an entry log",
-    "bookie_FLUSH": "Write cache flushes (checkpoints)",
+    "bookie_flush": "Write cache flushes (checkpoints)",
 }
 _GAUGES = {
-    "bookie_journal_JOURNAL_QUEUE_SIZE": "Records waiting for the journal",
+    "bookie_journal_queue_size": "Records waiting for the journal",
     "bookie_write_cache_size": "Bytes in the write cache",
     "bookie_read_cache_size": "Bytes in the read cache",
-    "bookie_ADD_ENTRY_IN_PROGRESS": "Adds being processed",
-    "bookie_READ_ENTRY_IN_PROGRESS": "Reads, LAC reads and fences being processed",
-    "bookie_LONG_POLL_LAC_WAITING": "Long-poll LAC requests waiting",
-    "bookie_SERVER_STATUS": "1 when writable, 0 when read-only",
+    "bookie_add_entry_in_progress": "Adds being processed",
+    "bookie_read_entry_in_progress": "Reads, LAC reads and fences being processed",
+    "bookie_long_poll_lac_waiting": "Long-poll LAC requests waiting",
+    "bookie_server_status": "1 when writable, 0 when read-only",
     "bookie_ledger_disk_usage": "Fraction of the fullest ledger disk in use",
 }
