@@ -68,7 +68,9 @@ class EngineStats:
     write_cache_bytes: int
     read_cache_bytes: int
     read_cache_hits: int
+    read_cache_misses: int
     entry_log_reads: int
+    journal_queue_depth: int
     gc_runs: int
 
 
@@ -492,6 +494,8 @@ class LedgerStorageEngine(api.LedgerStorage):
             write_cache_bytes=self._write_cache.size_bytes,
             read_cache_bytes=self._read_cache.size_bytes,
             read_cache_hits=self._read_cache.hits,
+            read_cache_misses=self._read_cache.misses,
+            journal_queue_depth=sum(j.queued for j in self._journals),
             entry_log_reads=self._reader.log_reads if self._reader else 0,
             gc_runs=self._gc_runs,
         )

@@ -174,6 +174,11 @@ class Journal:
             self._fd = -1
 
     @property
+    def queued(self) -> int:
+        """Records waiting for the journal thread or for their sync."""
+        return self._queued
+
+    @property
     def current_file_id(self) -> int:
         return self._file_id
 
