@@ -11,7 +11,7 @@ with the ratio ours / pulsar-lite:
 - unbatched synchronous publish p50 / p99 ms: one send at a time, no batching
 - 64 KiB produce MB/s: unbatched, 256 in flight
 
-    python -m bench.broker_vs_lite [--seconds S] [--targets ours-fsync,ours-nofsync,lite]
+    python -m bench.broker_vs_lite [--seconds S] [--rounds N] [--targets ours-fsync,ours-nofsync,lite]
     python -m bench broker_vs_lite
 
 Targets recorded in issue 3: batched produce and consume >= 0.8x pulsar-lite;
@@ -89,8 +89,8 @@ def run_workload(
     return result
 
 
-def measure(url: str, seconds: float, log: Callable[[str], None]) -> dict[str, float]:
-    """The four workloads against one broker, in order; figures keyed as in FIGURES."""
+def measure_round(url: str, seconds: float, log: Callable[[str], None]) -> dict[str, float]:
+    """The four workloads against one broker, in order, on fresh topics; keyed as in FIGURES."""
     topic = f"persistent://public/default/bench-{int(time.time() * 1000)}"
     figures: dict[str, float] = {}
     produced = run_workload(url, "batched_produce", topic, seconds, BATCHED_MAX_MESSAGES)
@@ -116,6 +116,24 @@ def measure(url: str, seconds: float, log: Callable[[str], None]) -> dict[str, f
     return figures
 
 
+def best_of(rounds: list[dict[str, float]]) -> dict[str, float]:
+    """Per figure, the best round: the machine is shared, so noise only ever makes things worse."""
+    best: dict[str, float] = {}
+    for figure in FIGURES:
+        values = [r[figure.key] for r in rounds if figure.key in r]
+        if values:
+            best[figure.key] = max(values) if figure.higher_is_better else min(values)
+    return best
+
+
+def measure(url: str, seconds: float, rounds: int, log: Callable[[str], None]) -> dict[str, float]:
+    results = []
+    for index in range(rounds):
+        log(f"   round {index + 1}/{rounds}")
+        results.append(measure_round(url, seconds, log))
+    return best_of(results)
+
+
 def start_target(name: str, directory: pathlib.Path) -> broker_servers.Broker:
     if name == "lite":
         return broker_servers.LiteBroker(directory).start()
@@ -123,7 +141,7 @@ def start_target(name: str, directory: pathlib.Path) -> broker_servers.Broker:
 
 
 def measure_target(
-    name: str, base: pathlib.Path, seconds: float, log: Callable[[str], None]
+    name: str, base: pathlib.Path, seconds: float, rounds: int, log: Callable[[str], None]
 ) -> dict[str, float] | None:
     log(f"  {name}: starting")
     try:
@@ -132,7 +150,7 @@ def measure_target(
         log(f"  {name}: did not start: {exc}")
         return None
     try:
-        return measure(broker.service_url, seconds, log)
+        return measure(broker.service_url, seconds, rounds, log)
     except (RuntimeError, subprocess.TimeoutExpired, ValueError) as exc:
         log(f"  {name}: workload failed: {exc}")
         return None
@@ -199,8 +217,14 @@ def run(argv: list[str]) -> None:
     parser.add_argument(
         "--seconds",
         type=float,
-        default=4.0,
-        help="seconds per throughput or latency workload (default 4)",
+        default=3.0,
+        help="seconds per throughput or latency workload (default 3)",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="rounds per broker; the best is shown (default 2)"
+    )
+    parser.add_argument(
+        "--dir", default=None, help="where the temp data dirs go (default: the system temp dir)"
     )
     parser.add_argument(
         "--targets",
@@ -213,16 +237,16 @@ def run(argv: list[str]) -> None:
     def log(line: str) -> None:
         print(line, flush=True)
 
-    base = pathlib.Path(tempfile.mkdtemp(prefix="bench-broker-"))
+    base = pathlib.Path(tempfile.mkdtemp(prefix="bench-broker-", dir=args.dir))
     log(
         f"broker vs pulsar-lite {broker_servers.lite_version()} ({base}); "
-        f"{args.seconds:g} s per workload"
+        f"{args.seconds:g} s per workload, best of {args.rounds} rounds"
     )
     started = time.monotonic()
     results: dict[str, dict[str, float] | None] = {}
     try:
         for name in args.targets.split(","):
-            results[name] = measure_target(name, base, args.seconds, log)
+            results[name] = measure_target(name, base, args.seconds, args.rounds, log)
     finally:
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)
