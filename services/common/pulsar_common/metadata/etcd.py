@@ -37,6 +37,16 @@ log = logging.getLogger(__name__)
 OPERATION_TIMEOUT_S = 10.0
 #: How many times a put retries when the key keeps changing under it.
 PUT_RETRIES_MAX = 100
+#: gRPC channel settings: reconnect within about a second once etcd is back (gRPC's
+#: own default backs off up to two minutes), and notice a silent peer by pinging
+#: (no more often than etcd's default --grpc-keepalive-min-time of 5 s allows).
+CHANNEL_OPTIONS = {
+    "grpc.initial_reconnect_backoff_ms": 100,
+    "grpc.min_reconnect_backoff_ms": 100,
+    "grpc.max_reconnect_backoff_ms": 1000,
+    "grpc.keepalive_time_ms": 10_000,
+    "grpc.keepalive_timeout_ms": 5_000,
+}
 
 
 class EtcdMetadataStore:
@@ -65,7 +75,8 @@ class EtcdMetadataStore:
         operation_timeout_s: float = OPERATION_TIMEOUT_S,
     ) -> EtcdMetadataStore:
         """Open a session on etcd at host:port (host may be a gRPC target prefix, see factory)."""
-        client = aetcd.Client(host=host, port=port, timeout=operation_timeout_s)
+        client = aetcd.Client(host=host, port=port, timeout=operation_timeout_s,
+                              options=dict(CHANNEL_OPTIONS))
         store = cls(client, chroot, session_timeout_s, operation_timeout_s)
         try:
             await store._kv.range(b"/")  # fails fast when etcd is unreachable
