@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import weakref
 
 from pulsar_common.metadata import api, errors, tasks
 
@@ -26,7 +27,7 @@ class StoreLeaderElection:
         self._path = path
         self._stat: api.Stat | None = None
         self._monitor: asyncio.Task[None] | None = None
-        store.register_session_listener(self._on_session_event)
+        store.register_session_listener(_weak_listener(self))
 
     @property
     def path(self) -> str:
@@ -100,6 +101,18 @@ class StoreLeaderElection:
         if event is api.SessionEvent.SESSION_LOST and self._stat is not None:
             log.warning("session lost; no longer leader of %s", self._path)
             self._stat = None
+
+
+def _weak_listener(candidate: StoreLeaderElection) -> api.SessionListener:
+    """A session listener that does not keep an abandoned election object alive."""
+    method = weakref.WeakMethod(candidate._on_session_event)
+
+    def listener(event: api.SessionEvent) -> None:
+        bound = method()
+        if bound is not None:
+            bound(event)
+
+    return listener
 
 
 async def _wait_for_deletion(watch: api.Watch) -> None:
