@@ -145,3 +145,26 @@ def test_consuming_forever_stops_on_ctrl_c_and_reports_the_count(standalone, pul
             consumer.wait()
     assert consumer.returncode == 0
     assert "2 messages successfully consumed" in out
+
+
+def test_http_service_url_works_for_produce_and_consume(standalone, topic):
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pulsar_broker.client_cli.main",
+                "--url",
+                standalone.web_url,
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=90,
+            check=False,
+        )
+
+    assert cli("produce", topic, "-m", "over-http", "-k", "k").returncode == 0
+    consumed = cli("consume", topic, "-s", "sub", "-p", "Earliest", "-n", "1")
+    assert consumed.returncode == 0, consumed.stderr
+    assert _messages(consumed.stdout) == ["key:[k], properties:[], content:over-http"]
