@@ -89,10 +89,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def sample_every(args: argparse.Namespace) -> int:
+def sample_every(args: argparse.Namespace, producers: int, outstanding_limit: int) -> int:
+    """One timed message in N. Untimed messages hold their in-flight permits until a timed one
+    completes, so N is capped to keep N x producers within the in-flight limit."""
     if args.latency_sample_every > 0:
-        return int(args.latency_sample_every)
-    return 1 if args.disable_batching else BATCHED_SAMPLE_EVERY
+        wanted = int(args.latency_sample_every)
+    else:
+        wanted = 1 if args.disable_batching else BATCHED_SAMPLE_EVERY
+    return max(1, min(wanted, outstanding_limit // max(1, producers)))
 
 
 class ProduceRun:
@@ -105,6 +109,8 @@ class ProduceRun:
         self.stop = control.StopControl(args.test_duration)
         limit = args.max_outstanding or DEFAULT_MAX_OUTSTANDING
         self.outstanding_limit = limit
+        producers = len(options.expand_topics(args.topics, args.num_topics)) * args.num_producers
+        self.sample_every = sample_every(args, producers, limit)
         self.outstanding = threading.Semaphore(limit)
         self.payload = os.urandom(args.size)
 
@@ -152,7 +158,7 @@ class ProduceRun:
         """
         limiter = rate.RateLimiter(self.args.rate)
         payload, size, key = self.payload, len(self.payload), self.args.key
-        every = sample_every(self.args)
+        every = self.sample_every
         untimed = [0] * len(producers)
         limit, sent = self.args.num_messages, 0
         while not self.stop.should_stop() and (limit <= 0 or sent < limit):
@@ -195,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
         producers = perf.create_producers(client)
         print(
             f"Created {len(producers)} producers; sending {args.size} byte messages, "
-            f"timing 1 in {sample_every(args)}",
+            f"timing 1 in {perf.sample_every}",
             flush=True,
         )
         reporter = stats.Reporter(
