@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 
 import pytest
-
 from pulsar_broker.perf import produce
 
 
