@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 
-.PHONY: run test bench etcd-server clean
+.PHONY: run test bench system-packages clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,19 +22,26 @@ $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
 run: $(VENV)/.installed
 	$(VENV)/bin/pulsar standalone
 
-## make test: install what the tests need (Debian etcd-server too) and run the whole suite.
-test: $(VENV)/.installed-test etcd-server
+## make test: install what the tests need (Debian etcd-server, kubectl, a JRE) and run the whole suite.
+test: $(VENV)/.installed-test system-packages
 	$(PY) -m pytest
 
 ## make bench: benchmarks (never part of `make test`).
 bench: $(VENV)/.installed-test
 	$(PY) -m bench
 
-etcd-server:
-	@command -v etcd >/dev/null 2>&1 || { \
-	  echo "etcd not found: installing Debian etcd-server"; \
+# Debian packages the tests use: etcd (metadata store), kubectl (operator e2e against the
+# emulator), a Java runtime (Spark). Installed only when the command is missing.
+system-packages:
+	@missing=""; \
+	command -v etcd >/dev/null 2>&1 || missing="$$missing etcd-server"; \
+	command -v kubectl >/dev/null 2>&1 || missing="$$missing kubernetes-client"; \
+	command -v java >/dev/null 2>&1 || missing="$$missing default-jre-headless"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq etcd-server; }
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
 
 clean:
 	rm -rf $(VENV) build *.egg-info
