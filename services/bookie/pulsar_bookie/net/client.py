@@ -16,8 +16,8 @@ queueing without bound.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import collections
+import dataclasses
 import logging
 import typing
 from collections.abc import Callable
@@ -261,11 +261,14 @@ class BookieClient(bookie_rpc.BookieRpc):
             op, flags, ledger_id, entry_id, arg, master_key, payload, timeout_s
         )
         if response.status is not wire.Status.OK:
-            raise wire.error_for(
-                response.status,
-                f"bookie {self._bookie_id}: {response.body.decode('utf-8', 'replace')}",
-            )
+            raise self._error(response)
         return response
+
+    def _error(self, response: wire.Response) -> errors.BookieError:
+        return wire.error_for(
+            response.status,
+            f"bookie {self._bookie_id}: {response.body.decode('utf-8', 'replace')}",
+        )
 
     async def add_entry(
         self,
@@ -277,12 +280,16 @@ class BookieClient(bookie_rpc.BookieRpc):
         *,
         recovery: bool = False,
     ) -> None:
-        await self._call(
-            wire.Op.ADD, ledger_id, entry_id,
-            flags=wire.FLAG_RECOVERY if recovery else 0,
-            arg=last_add_confirmed, master_key=master_key, payload=payload,
-            timeout_s=self.settings.add_timeout_s,
+        # The hot path: the same steps as _call, without a coroutine frame in between.
+        connection = self._connection
+        if connection is None or connection.closed:
+            connection = await self._connect()
+        response = await connection.call(
+            wire.Op.ADD, wire.FLAG_RECOVERY if recovery else 0, ledger_id, entry_id,
+            last_add_confirmed, master_key, payload, self.settings.add_timeout_s,
         )
+        if response.status is not wire.Status.OK:
+            raise self._error(response)
 
     async def read_entry(
         self,

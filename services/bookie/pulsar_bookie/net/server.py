@@ -288,7 +288,7 @@ class BookieServer:
                 recovery=bool(request.flags & wire.FLAG_RECOVERY),
             )
             ok = True
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a response
             self._fail(connection, request, exc)
         finally:
             self.adds_in_progress -= 1
@@ -309,7 +309,7 @@ class BookieServer:
         try:
             frame = await self._run_read(request)
             ok = True
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a response
             self._fail(connection, request, exc)
         finally:
             self.reads_in_progress -= 1
@@ -366,7 +366,7 @@ class BookieServer:
             if lac is None:
                 raise errors.NoSuchLedgerError(f"ledger {request.ledger_id} is not stored here")
             connection.send(self._ok(request, lac))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a response
             self._fail(connection, request, exc)
         finally:
             self._waiter_count -= 1

@@ -165,7 +165,7 @@ class BookieService(http.BookieAdmin):
     async def _quietly(step: Any, what: str) -> None:
         try:
             await step
-        except Exception as exc:  # shutdown goes on: the session's lease ends it anyway
+        except Exception as exc:  # noqa: BLE001 - shutdown goes on: the session's lease ends it anyway
             log.warning("%s failed during shutdown: %s", what, exc)
 
     # ----- read-only mode -----

@@ -44,9 +44,7 @@ def decide_read_only(read_only: bool, usage: float, thresholds: DiskThresholds) 
     """Whether the bookie should be read-only, given the fullest ledger disk's usage."""
     if usage >= thresholds.full:
         return True
-    if read_only and usage >= thresholds.writable_below:
-        return True
-    return False
+    return read_only and usage >= thresholds.writable_below
 
 
 class DiskMonitor:

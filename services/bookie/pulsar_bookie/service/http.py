@@ -10,7 +10,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import typing
 from typing import Any, Protocol
 
 import prometheus_client
@@ -90,9 +92,8 @@ class HttpEndpoint:
     @property
     def port(self) -> int:
         assert self._site is not None
-        server = self._site._server
-        assert server is not None
-        return int(server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
+        server = typing.cast(asyncio.Server, self._site._server)
+        return int(server.sockets[0].getsockname()[1])
 
     async def stop(self) -> None:
         await self._runner.cleanup()

@@ -20,7 +20,7 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Mapping
-from typing import IO
+from typing import IO, Self
 
 from pulsar_common import testing
 
@@ -113,14 +113,14 @@ class BookieProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.settings.items()))
         self._close_log()
-        self._log = open(self.log_path, "ab")
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the child
         self.process = subprocess.Popen(
             self.command(), stdout=self._log, stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         return self.process
 
-    def start(self, timeout_s: float = START_TIMEOUT_S) -> BookieProcess:
+    def start(self, timeout_s: float = START_TIMEOUT_S) -> Self:
         """Start and wait until the bookie is ready (RuntimeError if it exits first)."""
         process = self.launch()
         try:
@@ -171,7 +171,7 @@ class BookieProcess:
             self._log.close()
             self._log = None
 
-    def __enter__(self) -> BookieProcess:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
