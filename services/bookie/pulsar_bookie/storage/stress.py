@@ -8,8 +8,10 @@ entry), so the checker can recompute them.
     python -m pulsar_bookie.storage.stress --data-dir D --seed S
 
 prints `READY`, then `ACK <ledger> <entry> <crc32c of payload>` per completed
-add (stdout flushed per line), and `FENCED <ledger>` once a requested fence
-completed.
+add (stdout flushed per line), `FENCED <ledger>` once a fence completed, and
+`DELETING <ledger>` / `DELETED <ledger>` around each deletion: every writer
+fills ledger after ledger and deletes the one two generations back, so
+garbage collection and compaction run while the process may be killed.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ def stress_config(data_dir: pathlib.Path, **overrides: object) -> bookie_config.
         "journalMaxSizeMB": 1,
         "entryLogSizeLimit": 512 * 1024,
         "gcWaitTime": 200,
+        "majorCompactionInterval": 1,
+        "majorCompactionThreshold": 0.5,
     }
     settings.update(overrides)
     return bookie_config.BookieConfig(**settings)  # type: ignore[arg-type]
@@ -82,24 +86,34 @@ async def _write_ledger(
     await asyncio.gather(*tasks)
 
 
+async def _writer(
+    bookie: engine.LedgerStorageEngine, args: argparse.Namespace, number: int
+) -> None:
+    """Fill ledger after ledger; delete the one two generations back, so GC and compaction have work."""
+    written: list[int] = []
+    for generation in range(args.generations):
+        ledger_id = ledger_for(args.run, args.ledgers, number, generation)
+        await _write_ledger(bookie, args.seed, ledger_id, args.entries, args.in_flight)
+        written.append(ledger_id)
+        if len(written) > 2:
+            old = written.pop(0)
+            _report(f"DELETING {old}")
+            await bookie.delete_ledger(types.LedgerId(old))
+            _report(f"DELETED {old}")
+
+
+def ledger_for(run_number: int, writers: int, writer: int, generation: int) -> int:
+    return 1 + run_number * 1_000_000 + writer + generation * writers
+
+
 async def run(args: argparse.Namespace) -> None:
     bookie = engine.LedgerStorageEngine(stress_config(pathlib.Path(args.data_dir)))
     await bookie.start()
     _report("READY")
-    writers = [
-        asyncio.create_task(_write_ledger(bookie, args.seed, ledger, args.entries, args.in_flight))
-        for ledger in range(1, args.ledgers + 1)
-    ]
-    fence_ledger = args.ledgers + 1
-    await bookie.add_entry(
-        types.LedgerId(fence_ledger),
-        types.EntryId(0),
-        types.EntryId(-1),
-        b"f",
-        MASTER_KEY,
-        recovery=True,
-    )
-    await bookie.fence_ledger(types.LedgerId(fence_ledger), MASTER_KEY)
+    writers = [asyncio.create_task(_writer(bookie, args, w)) for w in range(args.ledgers)]
+    fence_ledger = types.LedgerId(1_000_000_000 + args.run)
+    await bookie.add_entry(fence_ledger, types.EntryId(0), types.EntryId(-1), b"f", MASTER_KEY)
+    await bookie.fence_ledger(fence_ledger, MASTER_KEY)
     _report(f"FENCED {fence_ledger}")
     await asyncio.gather(*writers)
     _report("DONE")
@@ -110,8 +124,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", required=True)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--ledgers", type=int, default=4)
-    parser.add_argument("--entries", type=int, default=100000, help="entries per ledger")
+    parser.add_argument("--run", type=int, default=0, help="run number: ledger ids differ per run")
+    parser.add_argument("--ledgers", type=int, default=4, help="ledgers written at once")
+    parser.add_argument("--entries", type=int, default=200, help="entries per ledger")
+    parser.add_argument("--generations", type=int, default=1000, help="ledgers per writer")
     parser.add_argument("--in-flight", type=int, default=64, help="adds in flight per ledger")
     asyncio.run(run(parser.parse_args(argv)))
 
