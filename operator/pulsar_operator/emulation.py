@@ -32,6 +32,10 @@ from kmock._internal import apps, enums
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CRD_DIR = REPO / "crds"
 KUBECTL = os.environ.get("KUBECTL", "/usr/bin/kubectl")
+#: kmock keeps every request and filters that whole log to route each new one
+#: (quadratic over a long run); nothing here asserts on that log, so only the
+#: request being routed is kept.
+REQUEST_LOG_MAX = 1
 
 
 @attrs.define(kw_only=True)
@@ -44,6 +48,7 @@ class RealisticEmulator(kmock.KubernetesEmulator):
         return str(next(self._versions))
 
     async def _handle(self, request: Any) -> Any:
+        self._trim_request_log()
         if request.resource is not None and request.action == enums.action.CREATE and isinstance(request.data, dict):
             meta = request.data.setdefault("metadata", {})
             meta.setdefault("uid", str(uuid.uuid4()))
@@ -57,6 +62,12 @@ class RealisticEmulator(kmock.KubernetesEmulator):
             self._stamp_update(request)
         return await super()._handle(request)
 
+    def _trim_request_log(self) -> None:
+        logs = [self._requests] + [p._requests for p in self._payloads if isinstance(getattr(p, "_requests", None), list)]
+        for log in logs:
+            if len(log) > REQUEST_LOG_MAX:
+                del log[:-REQUEST_LOG_MAX]
+
     def _stamp_update(self, request: Any) -> None:
         key = (request.resource, request.namespace, request.name)
         current = self.objects[key] if key in self.objects else None
@@ -67,7 +78,7 @@ class RealisticEmulator(kmock.KubernetesEmulator):
         spec_changed = request.subresource is None and (
             (isinstance(data, dict) and "spec" in data)
             or (isinstance(data, list) and any(str(op.get("path", "")).startswith("/spec") for op in data)))
-        stamp = {"resourceVersion": self._next_version()}
+        stamp: dict[str, Any] = {"resourceVersion": self._next_version()}
         if spec_changed:
             stamp["generation"] = generation + 1
         if isinstance(data, dict):

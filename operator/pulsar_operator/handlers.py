@@ -61,8 +61,13 @@ def _configure(settings: kopf.OperatorSettings) -> None:
     settings.networking.request_timeout = 60
 
 
-def _set_status(patch: kopf.Patch, status: dict[str, Any]) -> None:
-    patch["status"] = status
+def _set_status(patch: kopf.Patch, body: kopf.Body, status: dict[str, Any]) -> None:
+    """Write only the status fields that changed; an unchanged status writes nothing."""
+    old = services.plain(body.get("status") or {})
+    changed = {key: value for key, value in status.items()
+               if (key in old or value is not None) and old.get(key) != value}
+    if changed:
+        patch["status"] = changed
 
 
 def register(registry: kopf.OperatorRegistry, runtime: Runtime, *, function_mesh: bool = True) -> None:
@@ -103,7 +108,7 @@ def _timer(registry: kopf.OperatorRegistry, key: str, fn: Any, interval: float) 
 def _register_cluster(registry: kopf.OperatorRegistry, runtime: Runtime, interval: float) -> None:
     async def reconcile(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
         status = await services.reconcile_cluster(services.plain(body), runtime.client(), admin.AdminClient)
-        _set_status(patch, status)
+        _set_status(patch, body, status)
 
     _changes(registry, "cluster", reconcile, "reconcile")
     _timer(registry, "cluster", reconcile, interval)
@@ -115,7 +120,7 @@ def _register_pulsar_resource(
     group, version, plural = KINDS[key]
 
     async def reconcile(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
-        _set_status(patch, await sync(services.plain(body), runtime.client(), admin.AdminClient))
+        _set_status(patch, body, await sync(services.plain(body), runtime.client(), admin.AdminClient))
 
     async def delete(body: kopf.Body, logger: logging.Logger | logging.LoggerAdapter[Any], **_: Any) -> None:
         try:
@@ -133,7 +138,8 @@ def _register_pulsar_resource(
 
 def _register_function(registry: kopf.OperatorRegistry, runtime: Runtime, interval: float, key: str) -> None:
     async def reconcile(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
-        _set_status(patch, await services.reconcile_function(services.plain(body), runtime.client(), runtime.config))
+        _set_status(patch, body, await services.reconcile_function(services.plain(body), runtime.client(),
+                                                                   runtime.config))
 
     _changes(registry, key, reconcile, "reconcile")
     _timer(registry, key, reconcile, interval)
