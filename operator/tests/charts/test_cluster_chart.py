@@ -169,9 +169,8 @@ def test_keep_on_uninstall_marks_only_the_cluster_with_the_keep_policy(render_ch
     ],
 )
 def test_values_schema_rejects_bad_values(values: dict[str, Any], where: str) -> None:
-    with helm_python.Chart.load(CHART) as chart:
-        with pytest.raises(helm_python.HelmValuesError, match=where):
-            chart.render(values, name="test", namespace="pulsar")
+    with helm_python.Chart.load(CHART) as chart, pytest.raises(helm_python.HelmValuesError, match=where):
+        chart.render(values, name="test", namespace="pulsar")
 
 
 @pytest.mark.parametrize(
@@ -194,9 +193,8 @@ def test_replication_settings_the_bookies_cannot_satisfy_refuse_to_render(
     broker_config: dict[str, Any], bookies: int, message: str
 ) -> None:
     values = {"broker": {"replicas": 1, "config": broker_config}, "bookkeeper": {"replicas": bookies}}
-    with helm_python.Chart.load(CHART) as chart:
-        with pytest.raises(helm_python.HelmRenderError, match=message):
-            chart.render(values, name="test", namespace="pulsar")
+    with helm_python.Chart.load(CHART) as chart, pytest.raises(helm_python.HelmRenderError, match=message):
+        chart.render(values, name="test", namespace="pulsar")
 
 
 def test_chart_passes_helm_lint_in_strict_mode() -> None:

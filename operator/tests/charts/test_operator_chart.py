@@ -265,9 +265,8 @@ def test_without_leader_election_there_is_no_lease_role_and_the_flag_says_so(
 
 def test_several_replicas_without_leader_election_refuse_to_render() -> None:
     values = {"replicaCount": 2, "leaderElection": {"enabled": False, "leaseName": "x"}}
-    with helm_python.Chart.load(CHART) as chart:
-        with pytest.raises(helm_python.HelmRenderError, match="leaderElection"):
-            chart.render(values, name="test", namespace="pulsar")
+    with helm_python.Chart.load(CHART) as chart, pytest.raises(helm_python.HelmRenderError, match="leaderElection"):
+        chart.render(values, name="test", namespace="pulsar")
 
 
 def test_function_mesh_off_passes_the_flag_and_drops_its_rbac(render_chart: Any) -> None:
@@ -288,25 +287,22 @@ def test_rbac_never_uses_wildcards_or_touches_secrets(render_chart: Any) -> None
 
 
 def test_values_schema_rejects_replica_count_given_as_words() -> None:
-    with helm_python.Chart.load(CHART) as chart:
-        with pytest.raises(helm_python.HelmValuesError, match="replicaCount"):
-            chart.render({"replicaCount": "three"}, name="test", namespace="pulsar")
+    with helm_python.Chart.load(CHART) as chart, pytest.raises(helm_python.HelmValuesError, match="replicaCount"):
+        chart.render({"replicaCount": "three"}, name="test", namespace="pulsar")
 
 
 def test_values_schema_rejects_a_misspelt_key() -> None:
-    with helm_python.Chart.load(CHART) as chart:
-        with pytest.raises(helm_python.HelmValuesError, match="watchNamespace"):
-            chart.render({"watchNamespace": ["a"]}, name="test", namespace="pulsar")
+    with helm_python.Chart.load(CHART) as chart, pytest.raises(helm_python.HelmValuesError, match="watchNamespace"):
+        chart.render({"watchNamespace": ["a"]}, name="test", namespace="pulsar")
 
 
 def test_values_schema_rejects_an_invalid_namespace_name() -> None:
-    with helm_python.Chart.load(CHART) as chart:
-        with pytest.raises(helm_python.HelmValuesError):
-            chart.render(
-                {"watch": {"allNamespaces": False, "namespaces": ["Team_A"]}},
-                name="test",
-                namespace="pulsar",
-            )
+    with helm_python.Chart.load(CHART) as chart, pytest.raises(helm_python.HelmValuesError):
+        chart.render(
+            {"watch": {"allNamespaces": False, "namespaces": ["Team_A"]}},
+            name="test",
+            namespace="pulsar",
+        )
 
 
 def test_chart_passes_helm_lint_in_strict_mode() -> None:

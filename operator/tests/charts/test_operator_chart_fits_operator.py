@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from pulsar_common.cli import main as pulsar_cli
 from pulsar_operator import cli, cluster_reconcile, function_reconcile, handlers, kube
 
