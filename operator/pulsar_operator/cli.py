@@ -39,6 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespa
     parser.add_argument("--lease-name", default="pulsar-operator", help="name of the coordination Lease")
     parser.add_argument("--lease-namespace", default=None,
                         help="namespace of the Lease (default: $POD_NAMESPACE, else the first --namespace, else default)")
+    parser.add_argument("--lease-duration", type=int, default=15,
+                        help="seconds a leader's Lease lasts without renewal (renewed every third of it; default 15)")
     parser.add_argument("--resync-interval", type=float, default=30.0,
                         help="seconds between status refreshes and drift correction per resource (default 30)")
     parser.add_argument("--function-image", default=os.environ.get("PULSAR_IMAGE", services.OperatorConfig.function_image),
@@ -104,7 +106,8 @@ async def main(args: argparse.Namespace) -> int:
     elector = None
     if args.leader_election:
         client = kube.KubeClient(connection())
-        elector = leader.LeaderElector(client, lease_namespace(args), args.lease_name, identity())
+        elector = leader.LeaderElector(client, lease_namespace(args), args.lease_name, identity(),
+                                       duration_s=args.lease_duration, retry_s=max(0.2, args.lease_duration / 5))
         async with standby_health(args.liveness_host, args.liveness_port):
             logger.info("waiting for lease %s as %s", args.lease_name, elector.identity)
             await elector.acquire()

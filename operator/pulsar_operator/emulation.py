@@ -62,6 +62,21 @@ class RealisticEmulator(kmock.KubernetesEmulator):
             self._stamp_update(request)
         return await super()._handle(request)
 
+    @staticmethod
+    def _check_preconditions(data: Any, version: str) -> None:
+        """A stale resourceVersion fails like on a real server: 409 for merge patches, 422 for a JSON-patch test."""
+        if isinstance(data, dict):
+            wanted = (data.get("metadata") or {}).get("resourceVersion")
+            if wanted is not None and str(wanted) != version:
+                raise kmock.KubernetesError(status=409, reason="Conflict",
+                                            message=f"resourceVersion {wanted} is not the current {version}")
+        elif isinstance(data, list):
+            for op in data:
+                if op.get("op") == "test" and op.get("path") == "/metadata/resourceVersion" \
+                        and str(op.get("value")) != version:
+                    raise kmock.KubernetesError(status=422, reason="Invalid",
+                                                message=f"test of resourceVersion {op.get('value')} failed: {version}")
+
     def _trim_request_log(self) -> None:
         logs = [self._requests] + [p._requests for p in self._payloads if isinstance(getattr(p, "_requests", None), list)]
         for log in logs:
@@ -73,8 +88,10 @@ class RealisticEmulator(kmock.KubernetesEmulator):
         current = self.objects[key] if key in self.objects else None
         if current is None or current.deleted:
             return
-        generation = int((current.get("metadata") or {}).get("generation") or 1)
+        meta = current.get("metadata") or {}
+        generation = int(meta.get("generation") or 1)
         data = request.data
+        self._check_preconditions(data, str(meta.get("resourceVersion")))
         spec_changed = request.subresource is None and (
             (isinstance(data, dict) and "spec" in data)
             or (isinstance(data, list) and any(str(op.get("path", "")).startswith("/spec") for op in data)))
