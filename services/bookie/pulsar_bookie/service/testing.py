@@ -140,8 +140,13 @@ class BookieProcess:
 
     def http_get(self, path: str) -> tuple[int, bytes]:
         """(status, body) of a GET on the bookie's HTTP port; (0, b"") when unreachable."""
+        return self.http("GET", path)
+
+    def http(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+        """(status, body) of a request on the bookie's HTTP port; (0, b"") when unreachable."""
+        request = urllib.request.Request(self.http_url + path, data=body, method=method)
         try:
-            with urllib.request.urlopen(self.http_url + path, timeout=5) as response:
+            with urllib.request.urlopen(request, timeout=5) as response:
                 return int(response.status), bytes(response.read())
         except urllib.error.HTTPError as exc:
             return int(exc.code), bytes(exc.read())

@@ -12,6 +12,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from pulsar_bookie import errors, types
 from pulsar_bookie.net import client
+from pulsar_bookie.net import errors as net_errors
 from pulsar_bookie.service import testing
 
 KEY = b"process-key"
@@ -96,8 +97,17 @@ async def test_http_endpoints_answer_and_sigterm_stops_cleanly(
     assert families["bookie_journal_sync"].samples[0].value >= 1.0
     assert "bookie_read_cache_hits" in families
 
+    status, body = bookie_process.http("PUT", "/api/v1/bookie/state/readonly",
+                                       b'{"readOnly": true}')
+    assert status == 200 and json.loads(body)["readOnly"] is True
+    with pytest.raises(net_errors.BookieReadOnlyError):
+        await rpc.add_entry(L(21), E(20), E(19), b"y", KEY)
+    assert bookie_process.http("PUT", "/api/v1/bookie/state/readonly", b"{}")[0] == 400
+    bookie_process.http("PUT", "/api/v1/bookie/state/readonly", b'{"readOnly": false}')
+    await rpc.add_entry(L(21), E(20), E(19), b"x" * 10, KEY)
+
     assert await asyncio.to_thread(bookie_process.stop) == 0
     assert "bookie 127.0.0.1" in bookie_process.log_tail() and "stopped" in bookie_process.log_tail()
     await asyncio.to_thread(bookie_process.start)
-    assert (await rpc.read_entry(L(21), E(19))).payload == b"x" * 10
+    assert (await rpc.read_entry(L(21), E(20))).payload == b"x" * 10
     await rpc.close()

@@ -8,6 +8,7 @@ import pathlib
 import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
+import aetcd
 import pytest
 from pulsar_bookie import errors, types
 from pulsar_bookie.net import client
@@ -15,6 +16,7 @@ from pulsar_bookie.net import errors as net_errors
 from pulsar_bookie.service import bookie, registration, testing
 from pulsar_common import testing as common_testing
 from pulsar_common.metadata import api as metadata_api
+from pulsar_common.etcd_server import EtcdServer
 from pulsar_common.metadata import factory
 
 KEY = b"registration-key"
@@ -168,3 +170,28 @@ async def test_read_only_mode_follows_disk_usage_both_ways(
         await rpc.close()
         await service.stop()
     assert await registration.list_bookies(store) == []
+
+
+async def test_registration_returns_after_the_metadata_session_is_lost(
+    tmp_path: pathlib.Path, etcd_url: str, etcd_server: EtcdServer,
+    store: metadata_api.MetadataStore,
+) -> None:
+    conf = testing.local_config(
+        tmp_path / "b5", port=common_testing.free_port(), metadata_url=etcd_url
+    )
+    async with testing.running_bookie(conf) as service:
+        [before] = await registration.list_bookies(store)
+        lease_id = getattr(service.store, "lease_id", None)
+        assert lease_id is not None
+        etcd = aetcd.Client(host=etcd_server.host, port=etcd_server.client_port)
+        try:
+            await etcd.revoke_lease(lease_id)  # the session ends under the bookie's feet
+        finally:
+            await etcd.close()
+
+        async def back() -> bool:
+            current = getattr(service.store, "lease_id", None)
+            return current not in (None, lease_id) and await registration.list_bookies(
+                store) == [before]
+
+        await eventually(back)
