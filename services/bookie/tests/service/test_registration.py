@@ -15,8 +15,8 @@ from pulsar_bookie.net import client
 from pulsar_bookie.net import errors as net_errors
 from pulsar_bookie.service import bookie, registration, testing
 from pulsar_common import testing as common_testing
-from pulsar_common.metadata import api as metadata_api
 from pulsar_common.etcd_server import EtcdServer
+from pulsar_common.metadata import api as metadata_api
 from pulsar_common.metadata import factory
 
 KEY = b"registration-key"
