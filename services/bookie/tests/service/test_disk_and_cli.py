@@ -9,6 +9,7 @@ from pulsar_bookie import cli
 from pulsar_bookie import config as bookie_config
 from pulsar_bookie.service import bookie, disk_monitor
 from pulsar_common import errors as common_errors
+from pulsar_common.cli import main as cli_main
 
 T = disk_monitor.DiskThresholds(full=0.95, writable_below=0.90)
 
@@ -72,3 +73,12 @@ def test_print_config_shows_overrides_with_apache_keys(
 def test_unknown_override_is_a_configuration_error(caplog: pytest.LogCaptureFixture) -> None:
     assert cli.main(["--conf", "noSuchSetting=1"]) == 2
     assert "noSuchSetting" in caplog.text
+
+
+def test_the_pulsar_command_can_mount_bookie(capsys: pytest.CaptureFixture[str]) -> None:
+    parser = cli_main.build_parser(
+        {"bookie": ("run a bookie", "pulsar_bookie.cli:add_arguments")}
+    )
+    args = parser.parse_args(["bookie", "--conf", "bookiePort=4181", "--print-config"])
+    assert args.run(args) == 0
+    assert "bookiePort=4181\n" in capsys.readouterr().out
