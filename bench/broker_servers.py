@@ -1,7 +1,8 @@
 """Brokers under test for bench.broker_vs_lite: our `pulsar standalone` and pulsar-lite.
 
 Both run as child processes on free loopback ports with a fresh data
-directory, and are stopped by pid.
+directory, and are stopped by pid. `restart()` keeps the data, so that a
+backlog is then read from storage rather than from a broker's memory.
 """
 
 from __future__ import annotations
@@ -10,9 +11,12 @@ import os
 import pathlib
 import subprocess
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pulsar_common import testing
+
+if TYPE_CHECKING:
+    from pulsar_broker.testing import StandaloneProcess
 
 LITE_START_TIMEOUT_S = 30.0
 OURS_START_TIMEOUT_S = 90.0
@@ -21,6 +25,8 @@ OURS_START_TIMEOUT_S = 90.0
 class Broker(Protocol):
     @property
     def service_url(self) -> str: ...
+
+    def restart(self) -> None: ...
 
     def stop(self) -> None: ...
 
@@ -65,6 +71,10 @@ class LiteBroker:
         )
         return self
 
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
     def stop(self) -> None:
         if self.process is not None:
             testing.stop_process(self.process)
@@ -79,6 +89,24 @@ def lite_version() -> str:
         return "not installed"
 
 
+@dataclass
+class OursBroker:
+    """Our `pulsar standalone`, through the broker's own test helper (free ports, readiness)."""
+
+    process: StandaloneProcess
+
+    @property
+    def service_url(self) -> str:
+        return self.process.service_url
+
+    def restart(self) -> None:
+        self.process.stop()
+        self.process.start(OURS_START_TIMEOUT_S)
+
+    def stop(self) -> None:
+        self.process.stop()
+
+
 def start_ours(directory: pathlib.Path, journal_sync: bool) -> Broker:
     """Our standalone with journalSyncData on or off; its log goes next to the data dir."""
     from pulsar_broker import testing as broker_testing
@@ -90,4 +118,4 @@ def start_ours(directory: pathlib.Path, journal_sync: bool) -> Broker:
         log_path=directory / "standalone.log",
     )
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    return process.start(OURS_START_TIMEOUT_S)
+    return OursBroker(process.start(OURS_START_TIMEOUT_S))

@@ -1,13 +1,16 @@
 """Our `pulsar standalone` next to pulsar-lite, with the same official-client workloads.
 
 Each broker runs as its own process on free ports with a fresh data dir; each
-workload runs in a separate client process (bench.broker_workloads). Ours runs
-twice, with journalSyncData=true (every acknowledged entry fdatasync'ed) and
-false; pulsar-lite does not fsync before acknowledging. Printed side by side
-with the ratio ours / pulsar-lite:
+workload runs in a separate client process (bench.broker_workloads). All
+brokers are started first and the rounds alternate between them, so that the
+load of a shared machine falls on each alike; each figure is the best round.
+Ours runs twice, with journalSyncData=true (every acknowledged entry
+fdatasync'ed) and false; pulsar-lite does not fsync before acknowledging.
+Printed side by side with the ratio ours / pulsar-lite:
 
 - batched produce msg/s: 100 B messages, batches of up to 1000, 1 ms delay
-- catch-up consume msg/s: a new subscription reading that backlog from the start
+- catch-up consume msg/s: a new subscription reading that backlog from the start,
+  after a broker restart (so from storage, not from the broker's cache)
 - unbatched synchronous publish p50 / p99 ms: one send at a time, no batching
 - 64 KiB produce MB/s: unbatched, 256 in flight
 
@@ -89,13 +92,22 @@ def run_workload(
     return result
 
 
-def measure_round(url: str, seconds: float, log: Callable[[str], None]) -> dict[str, float]:
-    """The four workloads against one broker, in order, on fresh topics; keyed as in FIGURES."""
+def measure_round(
+    broker: broker_servers.Broker, seconds: float, log: Callable[[str], None]
+) -> dict[str, float]:
+    """The four workloads against one broker, in order, on fresh topics; keyed as in FIGURES.
+
+    The broker is restarted between the batched produce and the catch-up
+    consume, so that the backlog is read from storage, not from its cache.
+    """
+    url = broker.service_url
     topic = f"persistent://public/default/bench-{int(time.time() * 1000)}"
     figures: dict[str, float] = {}
     produced = run_workload(url, "batched_produce", topic, seconds, BATCHED_MAX_MESSAGES)
     figures["produce_msg_per_s"] = produced["msg_per_s"]
     log(f"    batched produce: {produced['messages']:.0f} msgs, {produced['msg_per_s']:,.0f} msg/s")
+    broker.restart()
+    url = broker.service_url
     consumed = run_workload(
         url, "catchup_consume", topic, 2 * seconds + 5, int(produced["messages"])
     )
@@ -126,36 +138,47 @@ def best_of(rounds: list[dict[str, float]]) -> dict[str, float]:
     return best
 
 
-def measure(url: str, seconds: float, rounds: int, log: Callable[[str], None]) -> dict[str, float]:
-    results = []
-    for index in range(rounds):
-        log(f"   round {index + 1}/{rounds}")
-        results.append(measure_round(url, seconds, log))
-    return best_of(results)
-
-
 def start_target(name: str, directory: pathlib.Path) -> broker_servers.Broker:
     if name == "lite":
         return broker_servers.LiteBroker(directory).start()
     return broker_servers.start_ours(directory, journal_sync=(name == "ours-fsync"))
 
 
-def measure_target(
-    name: str, base: pathlib.Path, seconds: float, rounds: int, log: Callable[[str], None]
-) -> dict[str, float] | None:
-    log(f"  {name}: starting")
-    try:
-        broker = start_target(name, base / name)
-    except (RuntimeError, TimeoutError, OSError, ImportError) as exc:
-        log(f"  {name}: did not start: {exc}")
-        return None
-    try:
-        return measure(broker.service_url, seconds, rounds, log)
-    except (RuntimeError, subprocess.TimeoutExpired, ValueError) as exc:
-        log(f"  {name}: workload failed: {exc}")
-        return None
-    finally:
-        broker.stop()
+def start_all(
+    names: list[str], base: pathlib.Path, log: Callable[[str], None]
+) -> dict[str, broker_servers.Broker]:
+    brokers: dict[str, broker_servers.Broker] = {}
+    for name in names:
+        try:
+            brokers[name] = start_target(name, base / name)
+            log(f"  {name}: started at {brokers[name].service_url}")
+        except (RuntimeError, TimeoutError, OSError, ImportError) as exc:
+            log(f"  {name}: did not start: {exc}")
+    return brokers
+
+
+def measure_all(
+    brokers: dict[str, broker_servers.Broker],
+    seconds: float,
+    rounds: int,
+    log: Callable[[str], None],
+) -> dict[str, list[dict[str, float]]]:
+    """Rounds interleaved over the brokers (alternating order), so that a change in the
+    machine's load while the bench runs falls on every broker alike."""
+    measured: dict[str, list[dict[str, float]]] = {name: [] for name in brokers}
+    failed: set[str] = set()
+    for index in range(rounds):
+        order = list(brokers) if index % 2 == 0 else list(reversed(brokers))
+        for name in order:
+            if name in failed:
+                continue
+            log(f"  round {index + 1}/{rounds}: {name}")
+            try:
+                measured[name].append(measure_round(brokers[name], seconds, log))
+            except (RuntimeError, TimeoutError, subprocess.TimeoutExpired, ValueError) as exc:
+                log(f"  {name}: workload failed: {exc}")
+                failed.add(name)
+    return measured
 
 
 def _cell(value: float | None) -> str:
@@ -199,8 +222,8 @@ def target_lines(results: dict[str, dict[str, float] | None]) -> list[str]:
     ]
     lines = []
     for text, key, bound, at_least in checks:
-        target = "ours-nofsync" if key == "sync_p50_ms" else "ours-fsync"
-        for name in (target,) if key == "sync_p50_ms" else ("ours-fsync", "ours-nofsync"):
+        names = ("ours-nofsync",) if key == "sync_p50_ms" else ("ours-fsync", "ours-nofsync")
+        for name in names:
             ours = (results.get(name) or {}).get(key)
             base = lite.get(key)
             if ours is None or not base:
@@ -243,13 +266,17 @@ def run(argv: list[str]) -> None:
         f"{args.seconds:g} s per workload, best of {args.rounds} rounds"
     )
     started = time.monotonic()
-    results: dict[str, dict[str, float] | None] = {}
+    names = args.targets.split(",")
+    brokers: dict[str, broker_servers.Broker] = {}
     try:
-        for name in args.targets.split(","):
-            results[name] = measure_target(name, base, args.seconds, args.rounds, log)
+        brokers = start_all(names, base, log)
+        measured = measure_all(brokers, args.seconds, args.rounds, log)
     finally:
+        for broker in brokers.values():
+            broker.stop()
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)
+    results = {name: best_of(measured[name]) if measured.get(name) else None for name in names}
     for line in table(results) + target_lines(results):
         log(line)
     log(f"took {time.monotonic() - started:.0f} s")
