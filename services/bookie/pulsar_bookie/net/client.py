@@ -208,7 +208,7 @@ class BookieClient(bookie_rpc.BookieRpc):
         self.settings.validate()
         self._address = address or address_of(bookie_id)
         self._connection: _Connection | None = None
-        self._connect_lock = asyncio.Lock()
+        self._connecting: asyncio.Future[_Connection] | None = None
         self._closed = False
 
     @property
@@ -220,27 +220,41 @@ class BookieClient(bookie_rpc.BookieRpc):
         return self._connection is not None and not self._connection.closed
 
     async def _connect(self) -> _Connection:
-        async with self._connect_lock:
-            if self._closed:
-                raise errors.BookieUnavailableError(f"client of bookie {self._bookie_id} is closed")
-            connection = self._connection
-            if connection is not None and not connection.closed:
-                return connection
-            host, port = self._address
-            loop = asyncio.get_running_loop()
-            try:
-                _, protocol = await asyncio.wait_for(
-                    loop.create_connection(
-                        lambda: _Connection(self._bookie_id, self.settings), host, port
-                    ),
-                    self.settings.connect_timeout_s,
-                )
-            except (OSError, TimeoutError) as exc:
-                raise errors.BookieUnavailableError(
-                    f"cannot connect to bookie {self._bookie_id}: {exc or 'timed out'}"
-                ) from exc
-            self._connection = protocol
-            return protocol
+        """The open connection, or one attempt to open it that every concurrent caller shares
+        (so calls to a dead bookie fail together after one connect timeout, not one each)."""
+        if self._closed:
+            raise errors.BookieUnavailableError(f"client of bookie {self._bookie_id} is closed")
+        connection = self._connection
+        if connection is not None and not connection.closed:
+            return connection
+        if self._connecting is None:
+            self._connecting = asyncio.ensure_future(self._open())
+        attempt = self._connecting
+        try:
+            return await asyncio.shield(attempt)
+        finally:
+            if attempt.done() and self._connecting is attempt:
+                self._connecting = None
+
+    async def _open(self) -> _Connection:
+        host, port = self._address
+        loop = asyncio.get_running_loop()
+        try:
+            _, protocol = await asyncio.wait_for(
+                loop.create_connection(
+                    lambda: _Connection(self._bookie_id, self.settings), host, port
+                ),
+                self.settings.connect_timeout_s,
+            )
+        except (OSError, TimeoutError) as exc:
+            raise errors.BookieUnavailableError(
+                f"cannot connect to bookie {self._bookie_id}: {exc or 'timed out'}"
+            ) from exc
+        if self._closed:
+            protocol.close()
+            raise errors.BookieUnavailableError(f"client of bookie {self._bookie_id} is closed")
+        self._connection = protocol
+        return protocol
 
     async def _call(
         self,
@@ -331,11 +345,10 @@ class BookieClient(bookie_rpc.BookieRpc):
         return types.EntryId(response.last_add_confirmed)
 
     async def close(self) -> None:
-        async with self._connect_lock:
-            self._closed = True
-            if self._connection is not None:
-                self._connection.close()
-                self._connection = None
+        self._closed = True
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
 
 
 class BookieClientPool(bookie_rpc.BookieRpcPool):
