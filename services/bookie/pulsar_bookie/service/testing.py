@@ -52,7 +52,7 @@ def local_settings(
         "ledgerDirectories": str(data / "ledgers"),
         "journalSyncData": "true" if sync else "false",
         "metadataServiceUri": metadata_url,
-        "zkTimeout": "2000",
+        "zkTimeout": "4000",
         "diskCheckInterval": "500",
         "dbStorage_writeCacheMaxSizeMb": "16",
         "dbStorage_readAheadCacheMaxSizeMb": "8",

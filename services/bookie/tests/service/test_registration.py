@@ -52,7 +52,8 @@ async def test_registration_appears_and_vanishes_when_the_process_is_killed(
     processes: list[testing.BookieProcess],
 ) -> None:
     process = testing.BookieProcess(
-        tmp_path / "b1", metadata_url=etcd_url, overrides={"rack": "/zone-a/rack-1"}
+        tmp_path / "b1", metadata_url=etcd_url,
+        overrides={"rack": "/zone-a/rack-1", "zkTimeout": "2000"},
     )
     processes.append(process)
     await asyncio.to_thread(process.start)
@@ -80,6 +81,16 @@ async def test_registration_appears_and_vanishes_when_the_process_is_killed(
 
     await eventually(gone)  # the session lease (zkTimeout=2s) expired
     assert await store.exists(registration.cookie_path(process.bookie_id))
+
+
+def test_registration_json_round_trips_and_tolerates_missing_optional_fields() -> None:
+    info = registration.BookieInfo(
+        types.BookieId("bk-1:3181"), registration.BookieState.READ_ONLY, "10.0.0.1:3181",
+        "http://bk-1:8000", "/zone-b", "abc",
+    )
+    assert registration.BookieInfo.from_json(info.to_json()) == info
+    minimal = registration.BookieInfo.from_json(b'{"bookieId": "bk-2:3181", "state": "available"}')
+    assert minimal.address == "bk-2:3181" and minimal.writable and minimal.rack == ""
 
 
 async def test_emptied_data_directory_of_a_known_bookie_refuses_to_start(
