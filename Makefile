@@ -26,8 +26,9 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed-test system-packages
 	$(PY) -m pytest
 
-## make bench: benchmarks (never part of `make test`).
+## make bench: benchmarks (never part of `make test`), with pulsar-lite as the peer.
 bench: $(VENV)/.installed-test
+	$(PIP) install -e '.[test,bench]'
 	$(PY) -m bench
 
 # Debian packages the tests use: etcd (metadata store), kubectl (operator e2e against the
