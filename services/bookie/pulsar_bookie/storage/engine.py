@@ -72,6 +72,8 @@ class EngineStats:
     entry_log_reads: int
     journal_queue_depth: int
     gc_runs: int
+    #: Journal records applied by the replay at start (0 after a clean close).
+    replayed_records: int
 
 
 def journal_settings(conf: bookie_config.BookieConfig) -> journal.JournalSettings:
@@ -133,6 +135,7 @@ class LedgerStorageEngine(api.LedgerStorage):
         self._flushes = 0
         self._flushed_entries = 0
         self._gc_runs = 0
+        self._replayed_records = 0
         self._last_minor = self._last_major = time.monotonic()
 
     # ----- life cycle -----
@@ -179,6 +182,7 @@ class LedgerStorageEngine(api.LedgerStorage):
         for number, j in enumerate(self._journals):
             replayer.apply_all(j.replay(marks.get(number, journal.LogMark(0, 0))))
         self._dirty = replayer.touched
+        self._replayed_records = replayer.applied
         log.info("replayed %d journal records", replayer.applied)
 
     def _replay_flush(self, touched: set[int]) -> None:
@@ -498,6 +502,7 @@ class LedgerStorageEngine(api.LedgerStorage):
             journal_queue_depth=sum(j.queued for j in self._journals),
             entry_log_reads=self._reader.log_reads if self._reader else 0,
             gc_runs=self._gc_runs,
+            replayed_records=self._replayed_records,
         )
 
     def entry_log_disk_bytes(self) -> int:

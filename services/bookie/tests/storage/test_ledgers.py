@@ -124,3 +124,32 @@ async def test_a_closed_engine_refuses_calls(make_conf: MakeConf) -> None:
         await bookie.add_entry(1, 0, -1, b"x", KEY)
     with pytest.raises(errors.StorageClosedError):
         await bookie.read_entry(1, 0)
+
+
+async def test_a_clean_close_checkpoints_so_the_restart_replays_nothing(
+    make_conf: MakeConf, tmp_path: pathlib.Path
+) -> None:
+    bookie = await _reopen(make_conf)
+    for ledger in (1, 2):
+        for entry in range(50):
+            await bookie.add_entry(ledger, entry, entry - 1, f"{ledger}/{entry}".encode(), KEY)
+    await bookie.fence_ledger(2, KEY)
+    await bookie.close()
+    bookie = await _reopen(make_conf)
+    assert bookie.stats().replayed_records == 0
+    assert await bookie.list_ledgers() == [1, 2]
+    assert await bookie.is_fenced(2) and not await bookie.is_fenced(1)
+    for ledger in (1, 2):
+        assert await bookie.last_entry_id(ledger) == 49
+        assert await bookie.read_last_add_confirmed(ledger) == 48
+        for entry in range(50):
+            assert (await bookie.read_entry(ledger, entry)).payload == f"{ledger}/{entry}".encode()
+    # The same adds after a crash come back through the journal.
+    await bookie.add_entry(1, 50, 49, b"late", KEY)
+    frozen = freeze_as_crashed(tmp_path)
+    await bookie.close()
+    restore_crashed(tmp_path, frozen)
+    bookie = await _reopen(make_conf)
+    assert bookie.stats().replayed_records >= 1
+    assert (await bookie.read_entry(1, 50)).payload == b"late"
+    await bookie.close()
