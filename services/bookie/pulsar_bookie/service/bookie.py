@@ -272,7 +272,10 @@ class BookieService(http.BookieAdmin):
             "bookie_write_cache_size": stats.write_cache_bytes,
             "bookie_read_cache_size": stats.read_cache_bytes,
         })
-        queue = getattr(stats, "journal_queue_depth", None)
-        if queue is not None:
-            readings["bookie_journal_queue_size"] = queue
+        # Read only if the engine's stats carry them (a requested engine addition).
+        for field, name in (("journal_queue_depth", "bookie_journal_queue_size"),
+                            ("journal_fsync_seconds", "bookie_journal_sync_seconds")):
+            value = getattr(stats, field, None)
+            if value is not None:
+                readings[name] = value
         return readings
