@@ -7,7 +7,9 @@ asyncio.Protocol) completes futures as responses arrive, in any order.
 Requests made in one event-loop turn leave in one socket write.
 
 Every call has a timeout (BookieUnavailableError when it passes; a late
-response is dropped). When the connection is lost every pending call fails
+response is dropped). A bookie that stops reading (a stopped process) makes
+calls fail with TooManyRequestsError once the connection's unsent bytes pass
+write_buffer_max_bytes, so it cannot grow the client's memory. When the connection is lost every pending call fails
 at once with BookieUnavailableError chained to the cause. The pending map has
 a named limit: past it, calls fail with TooManyRequestsError instead of
 queueing without bound.
@@ -44,6 +46,9 @@ class ClientSettings:
     read_timeout_s: float = 10.0
     #: Requests in flight on one connection; more fail with TooManyRequestsError.
     pending_requests_max: int = 50_000
+    #: Unsent bytes of one connection (a bookie that stopped reading, e.g. SIGSTOPped) above
+    #: which calls fail with TooManyRequestsError, so a stuck bookie cannot grow our memory.
+    write_buffer_max_bytes: int = 64 * 1024 * 1024
     max_frame_bytes: int = wire.MAX_FRAME_BYTES_DEFAULT
 
     def validate(self) -> None:
@@ -80,6 +85,8 @@ class _Connection(asyncio.Protocol):
         self._sweeper: asyncio.TimerHandle | None = None
         self._next_id = 0
         self._out: list[bytes] = []
+        self._out_bytes = 0
+        self._writable = True
         self.closed = False
 
     @property
@@ -88,6 +95,14 @@ class _Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = typing.cast(asyncio.Transport, transport)
+        high = self._settings.write_buffer_max_bytes
+        self._transport.set_write_buffer_limits(high, high // 4)
+
+    def pause_writing(self) -> None:
+        self._writable = False
+
+    def resume_writing(self) -> None:
+        self._writable = True
 
     def call(
         self,
@@ -105,6 +120,11 @@ class _Connection(asyncio.Protocol):
         if len(self._pending) >= self._settings.pending_requests_max:
             raise errors.TooManyRequestsError(
                 f"{len(self._pending)} requests pending to {self.bookie_id} (limit reached)"
+            )
+        if not self._writable or self._out_bytes > self._settings.write_buffer_max_bytes:
+            raise errors.TooManyRequestsError(
+                f"bookie {self.bookie_id} is not reading: more than "
+                f"{self._settings.write_buffer_max_bytes} bytes unsent"
             )
         request_id = self._next_id
         self._next_id = 0 if request_id >= REQUEST_ID_MAX else request_id + 1
@@ -124,10 +144,12 @@ class _Connection(asyncio.Protocol):
         self._out.append(header)
         if payload:
             self._out.append(payload)
+            self._out_bytes += len(payload)
         return future
 
     def _flush(self) -> None:
         out, self._out = self._out, []
+        self._out_bytes = 0
         if self._transport is not None and out and not self.closed:
             self._transport.write(out[0] if len(out) == 1 else b"".join(out))
 

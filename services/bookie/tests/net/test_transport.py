@@ -279,3 +279,40 @@ async def test_stop_finishes_in_flight_adds_then_refuses_new_ones(serve: Serve) 
     assert await asyncio.gather(*adds) == [None] * 5
     with pytest.raises(errors.BookieUnavailableError):
         await bookie.client.add_entry(L(15), E(5), E(4), b"x", KEY)
+
+
+async def test_a_bookie_that_stops_reading_cannot_grow_the_client_memory() -> None:
+    stalled = asyncio.Event()
+
+    async def never_read(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await stalled.wait()  # like a SIGSTOPped bookie: the connection is open, nobody reads
+        writer.close()
+
+    server_ = await asyncio.start_server(never_read, "127.0.0.1", 0)
+    port = server_.sockets[0].getsockname()[1]
+    limit = 1024 * 1024
+    rpc = client.BookieClient(
+        types.BookieId(f"127.0.0.1:{port}"),
+        client.ClientSettings(write_buffer_max_bytes=limit, add_timeout_s=60),
+    )
+    entry = bytes(256 * 1024)
+    calls: list[asyncio.Future[None]] = []
+
+    def refused() -> list[BaseException]:
+        return [c.exception() for c in calls  # type: ignore[misc]
+                if c.done() and isinstance(c.exception(), errors.TooManyRequestsError)]
+
+    for i in range(4000):  # far more than kernel buffers and the limit hold
+        calls.append(asyncio.ensure_future(rpc.add_entry(L(1), E(i), E(i - 1), entry, KEY)))
+        await asyncio.sleep(0)  # let the call run up to its send
+        if refused():
+            break
+    assert refused(), "calls kept being accepted by a bookie that reads nothing"
+    assert "not reading" in str(refused()[0])
+    await rpc.close()
+    outcomes = await asyncio.gather(*calls, return_exceptions=True)
+    assert all(isinstance(o, errors.TooManyRequestsError | errors.BookieUnavailableError)
+               for o in outcomes)
+    stalled.set()
+    server_.close()
+    await server_.wait_closed()
