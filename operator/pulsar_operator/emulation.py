@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
-import itertools
 import os
 import pathlib
 import signal
@@ -42,10 +41,28 @@ REQUEST_LOG_MAX = 1
 class RealisticEmulator(kmock.KubernetesEmulator):
     """Assigns uid, creationTimestamp, generation and resourceVersion like an API server."""
 
-    _versions: Any = attrs.field(factory=lambda: itertools.count(1000), init=False)
+    _version: int = attrs.field(default=1000, init=False)
 
     def _next_version(self) -> str:
-        return str(next(self._versions))
+        self._version += 1
+        return str(self._version)
+
+    async def _serve_list(self, request: Any) -> Any:
+        # A list carries the collection's resourceVersion, so a watch can start after it.
+        result: Any = await super()._serve_list(request)
+        result["metadata"]["resourceVersion"] = str(self._version)
+        return result
+
+    async def _serve_watch(self, request: Any) -> AsyncIterator[Any]:
+        """Like kmock's, but a watch from resourceVersion N replays only objects newer than N."""
+        since = str(request.params.get("resourceVersion") or "")
+        newer_than = int(since) if since.isdigit() else -1
+        async for event in super()._serve_watch(request):
+            if isinstance(event, dict) and event.get("type") == "ADDED" and newer_than >= 0:
+                version = str(((event.get("object") or {}).get("metadata") or {}).get("resourceVersion") or "")
+                if version.isdigit() and int(version) <= newer_than:
+                    continue
+            yield event
 
     async def _handle(self, request: Any) -> Any:
         self._trim_request_log()
