@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import pulsar
@@ -84,3 +85,22 @@ def test_metrics_are_prometheus_text_per_topic(http: Http, client: pulsar.Client
     assert labels == {"cluster": "standalone", "namespace": "public/default", "topic": topic}
     producer.close()
     consumer.close()
+
+
+def test_regex_subscription_over_http_lists_the_namespace_topics(
+        http: Http, standalone: broker_testing.StandaloneProcess, unique: str) -> None:
+    ns = f"public/rx-{unique}"
+    http.put(f"/admin/v2/namespaces/{ns}")
+    for name in ("rx-a", "rx-b", "other"):
+        assert http.put(f"/admin/v2/persistent/{ns}/{name}").status == 204
+    client = pulsar.Client(standalone.web_url, operation_timeout_seconds=30,
+                           logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
+    try:
+        consumer = client.subscribe(re.compile(f"persistent://{ns}/rx-.*"), "s",
+                                    initial_position=pulsar.InitialPosition.Earliest)
+        for name in ("rx-a", "rx-b", "other"):
+            client.create_producer(f"persistent://{ns}/{name}").send(name.encode())
+        received = {consumer.receive(10_000).data() for _ in range(2)}
+        assert received == {b"rx-a", b"rx-b"}
+    finally:
+        client.close()
