@@ -245,3 +245,38 @@ def test_immutable_fields_cannot_change_on_update(crd_name: str, name: str, fiel
     doc = copy.deepcopy(old)
     doc["spec"][field] = new
     assert any("immutable" in m or "cannot" in m for m in failing(crd_name, doc, old=old))
+
+
+def unknown_fields(value: Any, schema: dict[str, Any], path: str = "") -> list[str]:
+    """Fields an API server would prune from `value` under the structural `schema`."""
+    if schema.get("x-kubernetes-preserve-unknown-fields") or not isinstance(value, (dict, list)):
+        return []
+    if isinstance(value, list):
+        return [f for i, item in enumerate(value) for f in unknown_fields(item, schema.get("items") or {}, f"{path}[{i}]")]
+    props = schema.get("properties")
+    if props is None:
+        extra = schema.get("additionalProperties")
+        return [f for k, v in value.items() for f in unknown_fields(v, extra, f"{path}.{k}")] if isinstance(extra, dict) else []
+    missing = [f"{path}.{k}" for k in value if k not in props]
+    return missing + [f for k, v in value.items() if k in props for f in unknown_fields(v, props[k], f"{path}.{k}")]
+
+
+def test_the_status_the_operator_writes_survives_schema_pruning() -> None:
+    from pulsar_operator import cluster_reconcile, conditions, function_reconcile, naming, services
+
+    cluster = example("pulsar-cluster.yaml")
+    cluster["metadata"].update(namespace="ns", generation=3)
+    observed = {naming.BOOKIE: cluster_reconcile.ObservedSet(5, 5, 5), naming.BROKER: cluster_reconcile.ObservedSet(2, 2, 1)}
+    statuses = {
+        f"pulsarclusters.{GROUP}": cluster_reconcile.reconcile(cluster, observed, "2026-01-01T00:00:00Z").status,
+        "functions.compute.functionmesh.io": function_reconcile.reconcile(
+            example("function.yaml"), {"status": {"replicas": 1}}, image="i", service_urls=None, hpa_exists=False,
+            now="2026-01-01T00:00:00Z").status,
+        f"tenants.{GROUP}": services._status(example("tenant.yaml"), conditions.ready(), tenant="acme"),
+        f"pulsarnamespaces.{GROUP}": services._status(example("namespace.yaml"), conditions.ready(), namespace="a/b"),
+    }
+    statuses[f"pulsarclusters.{GROUP}"]["metadataInitialized"] = True
+    for crd_name, status in statuses.items():
+        status = {k: v for k, v in status.items() if v is not None}
+        assert unknown_fields(status, schema_of(by_name(crd_name))["properties"]["status"]) == [], crd_name
+        jsonschema.validate(status, jsonschema_of(by_name(crd_name))["properties"]["status"])

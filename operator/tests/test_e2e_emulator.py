@@ -159,6 +159,20 @@ async def test_ready_replicas_of_the_statefulsets_reach_the_cluster_status(env: 
                     "app.kubernetes.io/name=pulsar"}
 
 
+async def test_resyncs_of_a_settled_cluster_write_nothing(env: Env) -> None:
+    paths = CLUSTER_CHILDREN + [f"{GROUP_PATH}/pulsarclusters/pulsar-mini"]
+
+    async def versions() -> dict[str, str]:
+        return {p: (await env.get(p) or {}).get("metadata", {}).get("resourceVersion", "") for p in paths}
+
+    def resyncs() -> int:
+        return env.operator.log.read_text().count("Timer 'resync' succeeded")
+
+    before, start = await versions(), resyncs()
+    await emulation.wait_for(lambda: resyncs() >= start + 3, WAIT_S, "three resyncs")
+    assert await versions() == before
+
+
 async def test_a_bookie_scale_down_is_held_and_explained(env: Env) -> None:
     doc = example("pulsar-cluster.yaml")
     doc["spec"]["broker"]["replicas"] = 3
