@@ -170,18 +170,20 @@ async def _update_policies(request: web.Request,
     return http.no_content()
 
 
-async def _policy_value(request: web.Request, field: str) -> web.Response:
+async def _policy_value(request: web.Request, field: str, unset: Any) -> web.Response:
     ns = http.namespace_name(request)
     value = (await http.service(request).resources.get_policies(ns)).get(field)
+    if value is None or value == "UNDEFINED":
+        value = unset
     return http.no_content() if value is None else http.ok_json(value)
 
 
 def _simple_policy(path: str, field: str, check: Callable[[Any], Any],
-                   methods: tuple[str, ...] = ("POST",)) -> None:
-    """GET, set (POST and/or PUT) and DELETE of one Policies field."""
+                   methods: tuple[str, ...] = ("POST",), unset: Any = None) -> None:
+    """GET, set (POST and/or PUT) and DELETE of one Policies field; GET gives unset when unset."""
 
     async def get_value(request: web.Request) -> web.Response:
-        return await _policy_value(request, field)
+        return await _policy_value(request, field, unset)
 
     async def set_value(request: web.Request) -> web.Response:
         value = check(await http.body_json(request))
@@ -256,8 +258,9 @@ _simple_policy("/retention", "retention_policies", _retention)
 _simple_policy("/messageTTL", "message_ttl_in_seconds", _non_negative_int)
 _simple_policy("/deduplication", "deduplicationEnabled", _boolean)
 _simple_policy("/autoTopicCreation", "autoTopicCreationOverride", _auto_topic_creation)
+# Like Apache's, an undefined strategy reads as the default, FULL.
 _simple_policy("/schemaCompatibilityStrategy", "schema_compatibility_strategy", _compatibility,
-               ("PUT", "POST"))
+               ("PUT", "POST"), unset="FULL")
 
 
 @routes.get(NS + "/replication")

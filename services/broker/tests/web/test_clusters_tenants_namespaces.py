@@ -92,6 +92,7 @@ def test_simple_namespace_policies_set_get_remove(http: Http, unique: str) -> No
     assert http.get(ns + "/messageTTL").status == 204
     assert http.post(ns + "/deduplication", True).status == 204
     assert http.get(ns).json()["deduplicationEnabled"] is True
+    assert http.get(ns + "/schemaCompatibilityStrategy").json() == "FULL"
     assert http.put(ns + "/schemaCompatibilityStrategy", "BACKWARD").status == 204
     assert http.get(ns + "/schemaCompatibilityStrategy").json() == "BACKWARD"
     quota = {"limitSize": 1024, "limitTime": -1, "policy": "producer_exception"}
