@@ -147,16 +147,16 @@ class LedgerLayout:
     def advance(self, position: api.Position, steps: int) -> api.Position:
         """The position `steps` (>= 1) positions after `position`."""
         while steps > 1:
-            i = bisect.bisect_left(self._ids, position.ledger_id)
-            in_ledger = i < len(self._ids) and self._ids[i] == position.ledger_id
-            if in_ledger and self._ids[i] == self._open:
-                return api.Position(position.ledger_id, max(position.entry_id, -1) + steps)
-            if in_ledger:
-                left = self._entries[i] - 1 - max(position.entry_id, -1)
-                if steps <= left:
-                    return api.Position(position.ledger_id, max(position.entry_id, -1) + steps)
+            i = self._index(position.ledger_id)
+            entry_id = max(position.entry_id, -1)
+            if i is not None and self._ids[i] == self._open:
+                return api.Position(position.ledger_id, entry_id + steps)
+            left = 0 if i is None else self._entries[i] - 1 - entry_id
+            if left >= steps:
+                return api.Position(position.ledger_id, entry_id + steps)
+            if left > 0:
                 steps -= left
-                position = api.Position(position.ledger_id, self._entries[i] - 1)
+                position = api.Position(position.ledger_id, entry_id + left)
             position = self.next_position(position)
             steps -= 1
         return self.next_position(position) if steps == 1 else position

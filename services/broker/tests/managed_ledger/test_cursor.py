@@ -54,7 +54,7 @@ async def test_individual_acks_are_kept_as_ranges_and_move_mark_delete(
     make_stack: Any,
 ) -> None:
     stack = await make_stack(max_entries_per_ledger=3)
-    ml, sub, p = await filled(stack, 7)
+    _ml, sub, p = await filled(stack, 7)
     await sub.delete([p[1], p[2], p[3], p[5]])
     assert sub.mark_delete_position == P(p[0].ledger_id, -1)
     assert sub.individually_deleted_ranges == [
@@ -74,13 +74,13 @@ async def test_individual_acks_are_kept_as_ranges_and_move_mark_delete(
 
 
 async def test_reads_skip_individually_acknowledged_entries(stack: Any) -> None:
-    ml, sub, p = await filled(stack, 5)
+    _ml, sub, p = await filled(stack, 5)
     await sub.delete([p[1], p[3]])
     assert [e.position for e in await sub.read_entries(10)] == [p[0], p[2], p[4]]
 
 
 async def test_cumulative_ack_moves_mark_delete_and_read_position(stack: Any) -> None:
-    ml, sub, p = await filled(stack, 5)
+    _ml, sub, p = await filled(stack, 5)
     await sub.mark_delete(p[2], {"seq": 7})
     assert sub.mark_delete_position == p[2]
     assert sub.read_position == p[3]
@@ -90,13 +90,13 @@ async def test_cumulative_ack_moves_mark_delete_and_read_position(stack: Any) ->
 
 
 async def test_mark_delete_past_the_last_entry_is_refused(stack: Any) -> None:
-    ml, sub, p = await filled(stack, 2)
+    _ml, sub, p = await filled(stack, 2)
     with pytest.raises(errors.InvalidCursorPositionError):
         await sub.mark_delete(P(p[-1].ledger_id, p[-1].entry_id + 1))
 
 
 async def test_rewind_reads_again_from_after_mark_delete(stack: Any) -> None:
-    ml, sub, p = await filled(stack, 4)
+    _ml, sub, p = await filled(stack, 4)
     await sub.read_entries(10)
     await sub.delete([p[0], p[2]])
     sub.rewind()
@@ -104,7 +104,7 @@ async def test_rewind_reads_again_from_after_mark_delete(stack: Any) -> None:
 
 
 async def test_seek_moves_the_read_position_only(stack: Any) -> None:
-    ml, sub, p = await filled(stack, 4)
+    _ml, sub, p = await filled(stack, 4)
     sub.seek(p[2])
     assert [e.position for e in await sub.read_entries(10)] == [p[2], p[3]]
     assert sub.mark_delete_position < p[0]
@@ -113,7 +113,7 @@ async def test_seek_moves_the_read_position_only(stack: Any) -> None:
 
 async def test_reset_cursor_forgets_acks_and_persists_at_once(make_stack: Any) -> None:
     stack = await make_stack(cursor_position_flush_seconds=3600)
-    ml, sub, p = await filled(stack, 5)
+    _ml, sub, p = await filled(stack, 5)
     await sub.delete([p[0], p[1], p[3]])
     await sub.reset_cursor(p[1])
     assert sub.mark_delete_position == p[0]
@@ -125,7 +125,7 @@ async def test_reset_cursor_forgets_acks_and_persists_at_once(make_stack: Any) -
 
 
 async def test_reset_cursor_to_earliest_and_latest(stack: Any) -> None:
-    ml, sub, p = await filled(stack, 3)
+    _ml, sub, _p = await filled(stack, 3)
     await sub.reset_cursor(api.LATEST)
     assert sub.number_of_entries_in_backlog == 0
     await sub.reset_cursor(api.EARLIEST)
@@ -134,7 +134,7 @@ async def test_reset_cursor_to_earliest_and_latest(stack: Any) -> None:
 
 async def test_find_newest_matching_searches_across_ledgers(make_stack: Any) -> None:
     stack = await make_stack(max_entries_per_ledger=4)
-    ml, sub, p = await filled(stack, 11)
+    _ml, sub, p = await filled(stack, 11)
 
     def published_before(limit: int) -> Any:
         return lambda entry: int(entry.data) < limit
@@ -148,7 +148,7 @@ async def test_find_newest_matching_searches_across_ledgers(make_stack: Any) -> 
 
 
 async def test_skip_entries_acknowledges_the_next_unacknowledged_ones(stack: Any) -> None:
-    ml, sub, p = await filled(stack, 8)
+    _ml, sub, p = await filled(stack, 8)
     await sub.delete([p[1], p[2]])
     await sub.skip_entries(2)
     assert sub.mark_delete_position == p[3]
@@ -161,14 +161,14 @@ async def test_skip_entries_acknowledges_the_next_unacknowledged_ones(stack: Any
 
 
 async def test_clear_backlog_acknowledges_everything_written(stack: Any) -> None:
-    ml, sub, p = await filled(stack, 3)
+    _ml, sub, _p = await filled(stack, 3)
     await sub.clear_backlog()
     assert sub.number_of_entries_in_backlog == 0
     assert not sub.has_more_entries()
 
 
 async def test_replay_reads_chosen_positions_again_skipping_acknowledged(stack: Any) -> None:
-    ml, sub, p = await filled(stack, 4)
+    _ml, sub, p = await filled(stack, 4)
     await sub.read_entries(10)
     await sub.delete([p[1]])
     replayed = await sub.replay_entries([p[2], p[1], p[0]])
@@ -177,7 +177,7 @@ async def test_replay_reads_chosen_positions_again_skipping_acknowledged(stack: 
 
 
 async def test_non_durable_cursor_starts_inclusive_or_exclusive(stack: Any) -> None:
-    ml, sub, p = await filled(stack, 4)
+    ml, _sub, p = await filled(stack, 4)
     inclusive = ml.new_non_durable_cursor(p[1], inclusive=True)
     exclusive = ml.new_non_durable_cursor(p[1])
     earliest = ml.new_non_durable_cursor(api.EARLIEST, "reader-x")
@@ -204,7 +204,7 @@ async def test_closed_cursor_refuses_calls(stack: Any) -> None:
 
 
 async def test_deleting_a_cursor_removes_its_record(stack: Any) -> None:
-    ml, sub, p = await filled(stack, 1)
+    ml, _sub, _p = await filled(stack, 1)
     await ml.delete_cursor("sub")
     assert not await stack.store.exists(metadata.cursor_path(NAME, "sub"))
     assert ml.cursors == []

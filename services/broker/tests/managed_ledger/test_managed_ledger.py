@@ -276,3 +276,15 @@ async def test_closed_managed_ledger_refuses_adds(stack: Any) -> None:
 def test_ledger_metadata_shape_is_unchanged_by_the_client_api() -> None:
     assert client_api.LedgerState.CLOSED.value == "CLOSED"
     assert issubclass(bookie_errors.LedgerFencedError, bookie_errors.BookieError)
+
+
+async def test_adds_fail_cleanly_when_the_bookie_stops(stack: Any) -> None:
+    ml = await stack.factory.open(NAME)
+    await ml.add_entry(b"before")
+    await stack.storage.close()
+    with pytest.raises(errors.ManagedLedgerWriteError):
+        await asyncio.wait_for(ml.add_entry(b"refused"), WAIT_S)
+    # The broken ledger is abandoned for a new one, whose write fails the same way.
+    with pytest.raises(errors.ManagedLedgerWriteError):
+        await asyncio.wait_for(ml.add_entry(b"refused again"), WAIT_S)
+    assert ml.last_confirmed_entry.entry_id == 0

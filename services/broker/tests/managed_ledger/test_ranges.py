@@ -219,3 +219,26 @@ def check_agreement(acks: ranges.AckSet, model: Model, lay: layout.LedgerLayout)
     restored.load(acks.mark_delete_position, acks.ranges())
     assert restored.ranges() == acks.ranges()
     assert restored.acknowledged_after_mark_delete == acks.acknowledged_after_mark_delete
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    shape=ledger_shapes,
+    with_open=st.booleans(),
+    start=st.integers(0, 30),
+    steps=st.integers(1, 12),
+)
+def test_advance_equals_repeated_next_position(
+    shape: list[int], with_open: bool, start: int, steps: int
+) -> None:
+    closed = [(10 + 2 * i, n) for i, n in enumerate(shape)]
+    lay = make_layout(closed, 10 + 2 * len(shape) if with_open else None)
+    universe = [P(i, -1) for i, _ in closed] + [P(i, e) for i, n in closed for e in range(n)]
+    origin = sorted(universe)[start % len(universe)]
+    expected = origin
+    for _ in range(steps):
+        expected = lay.next_position(expected)
+    assert lay.advance(origin, steps) == expected
+    if lay.exists(expected) and lay.exists(origin):
+        assert lay.count_between(origin, expected) == steps
+        assert lay.previous_position(lay.next_position(origin)) == origin
