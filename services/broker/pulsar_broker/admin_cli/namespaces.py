@@ -99,6 +99,13 @@ def _remove_backlog_quota(admin: client.AdminClient, args: argparse.Namespace) -
     admin.delete(namespace_path(args.namespace) + "/backlogQuota", {"backlogQuotaType": args.type})
 
 
+def _set_persistence(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    body = {"bookkeeperEnsemble": args.ensemble, "bookkeeperWriteQuorum": args.write_quorum,
+            "bookkeeperAckQuorum": args.ack_quorum,
+            "managedLedgerMaxMarkDeleteRate": args.ml_mark_delete_max_rate}
+    admin.post(namespace_path(args.namespace) + "/persistence", body)
+
+
 def _set_compatibility(admin: client.AdminClient, args: argparse.Namespace) -> None:
     admin.put(namespace_path(args.namespace) + "/schemaCompatibilityStrategy", args.compatibility)
 
@@ -183,6 +190,21 @@ def _register_policies(group: Group) -> None:
                                _remove_backlog_quota)
     remove_quota.add_argument("-t", "--type", default="destination_storage",
                               choices=["destination_storage", "message_age"])
+
+    persistence = _ns_command(group, "set-persistence", "Set the persistence policies",
+                              _set_persistence)
+    persistence.add_argument("-e", "--bookkeeper-ensemble", dest="ensemble", type=int,
+                             required=True)
+    persistence.add_argument("-w", "--bookkeeper-write-quorum", dest="write_quorum", type=int,
+                             required=True)
+    persistence.add_argument("-a", "--bookkeeper-ack-quorum", dest="ack_quorum", type=int,
+                             required=True)
+    persistence.add_argument("-r", "--ml-mark-delete-max-rate", dest="ml_mark_delete_max_rate",
+                             type=float, default=0.0)
+    _ns_command(group, "get-persistence", "Get the persistence policies",
+                _print_get("/persistence"))
+    _ns_command(group, "remove-persistence", "Remove the persistence policies",
+                _remove("/persistence"))
 
     compat = _ns_command(group, "set-schema-compatibility-strategy",
                          "Set the schema compatibility strategy", _set_compatibility)

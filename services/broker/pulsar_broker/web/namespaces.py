@@ -242,6 +242,27 @@ def _auto_topic_creation(body: Any) -> dict[str, Any]:
     return override
 
 
+def _persistence(body: Any) -> dict[str, Any]:
+    """PersistencePolicies: ack quorum <= write quorum <= ensemble, all at least 1."""
+    if not isinstance(body, dict):
+        raise errors.InvalidRequestError("Persistence policies must be a JSON object")
+    try:
+        ensemble = int(body["bookkeeperEnsemble"])
+        write_quorum = int(body["bookkeeperWriteQuorum"])
+        ack_quorum = int(body["bookkeeperAckQuorum"])
+        mark_delete_rate = float(body.get("managedLedgerMaxMarkDeleteRate", 0.0))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise errors.InvalidRequestError(
+            "Persistence policies need bookkeeperEnsemble, bookkeeperWriteQuorum and "
+            "bookkeeperAckQuorum") from exc
+    if not 1 <= ack_quorum <= write_quorum <= ensemble:
+        raise errors.InvalidRequestError(
+            f"Bookkeeper Ensemble ({ensemble}) >= WriteQuorum ({write_quorum}) >= "
+            f"AckQuorum ({ack_quorum}) >= 1 must hold")
+    return {"bookkeeperEnsemble": ensemble, "bookkeeperWriteQuorum": write_quorum,
+            "bookkeeperAckQuorum": ack_quorum, "managedLedgerMaxMarkDeleteRate": mark_delete_rate}
+
+
 def _compatibility(body: Any) -> str:
     if not isinstance(body, str) or body.upper() not in COMPATIBILITY_STRATEGIES:
         raise errors.InvalidRequestError(f"Invalid schema compatibility strategy {body!r}")
@@ -257,6 +278,7 @@ def _clusters(body: Any) -> list[str]:
 _simple_policy("/retention", "retention_policies", _retention)
 _simple_policy("/messageTTL", "message_ttl_in_seconds", _non_negative_int)
 _simple_policy("/deduplication", "deduplicationEnabled", _boolean)
+_simple_policy("/persistence", "persistence", _persistence)
 _simple_policy("/autoTopicCreation", "autoTopicCreationOverride", _auto_topic_creation)
 # Like Apache's, an undefined strategy reads as the default, FULL.
 _simple_policy("/schemaCompatibilityStrategy", "schema_compatibility_strategy", _compatibility,

@@ -95,6 +95,11 @@ def test_simple_namespace_policies_set_get_remove(http: Http, unique: str) -> No
     assert http.get(ns + "/schemaCompatibilityStrategy").json() == "FULL"
     assert http.put(ns + "/schemaCompatibilityStrategy", "BACKWARD").status == 204
     assert http.get(ns + "/schemaCompatibilityStrategy").json() == "BACKWARD"
+    persistence = {"bookkeeperEnsemble": 1, "bookkeeperWriteQuorum": 1, "bookkeeperAckQuorum": 1,
+                   "managedLedgerMaxMarkDeleteRate": 0.0}
+    assert http.post(ns + "/persistence", persistence).status == 204
+    assert http.get(ns + "/persistence").json() == persistence
+    assert http.post(ns + "/persistence", {**persistence, "bookkeeperAckQuorum": 2}).status == 400
     quota = {"limitSize": 1024, "limitTime": -1, "policy": "producer_exception"}
     assert http.call("POST", ns + "/backlogQuota?backlogQuotaType=destination_storage",
                      quota).status == 204
