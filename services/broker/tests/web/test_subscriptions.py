@@ -157,3 +157,16 @@ def test_namespace_clear_backlog_and_unsubscribe(
     assert http.post(f"/admin/v2/namespaces/{ns}/clearBacklog").status == 204
     assert http.get(f"/admin/v2/persistent/{ns}/two/stats").json()[
         "subscriptions"]["keep"]["msgBacklog"] == 0
+
+
+def test_expire_messages_acknowledges_what_is_older_than_the_limit(
+        http: Http, client: pulsar.Client, unique: str) -> None:
+    topic = f"expire-{unique}"
+    full = f"persistent://public/default/{topic}"
+    client.subscribe(full, "s").close()
+    _publish(client, full, 3)
+    sub = f"{NS}/{topic}/subscription/s"
+    assert http.post(f"{sub}/expireMessages/3600").status == 204
+    assert _backlog(http, topic, "s") == 3
+    assert http.post(f"{sub}/expireMessages/0").status == 204
+    assert _backlog(http, topic, "s") == 0
