@@ -60,3 +60,9 @@ class ManagedLedgerWriteError(ManagedLedgerError):
 
 class EntryNotFoundError(ManagedLedgerError):
     """No entry is stored at that position (never written, or its ledger was trimmed)."""
+
+
+class TooManyPendingAddsError(ManagedLedgerError):
+    """Too many adds wait for this managed ledger; try again shortly."""
+
+    retriable = True

@@ -90,6 +90,10 @@ class ManagedLedgerImpl(ledger_core.ManagedLedgerCore):
             handle = await self._client.open_ledger(
                 info.ledger_id, recovery=True, password=self.password  # type: ignore[arg-type]
             )
+        except bookie_errors.NoSuchLedgerError:
+            # As Pulsar does: a listed ledger whose metadata is gone holds nothing to keep.
+            log.warning("%s: last ledger %s no longer exists", self._name, info.ledger_id)
+            return api.LedgerInfo(info.ledger_id, 0, 0, self.now_ms())
         except bookie_errors.BookieError as exc:
             raise errors.NonRecoverableLedgerError(
                 f"{self._name}: cannot recover ledger {info.ledger_id}: {exc}"

@@ -36,6 +36,10 @@ from pulsar_broker.managed_ledger import (
 
 log = logging.getLogger(__name__)
 
+#: Adds accepted but not yet completed (queued during a rollover or in flight) per managed
+#: ledger; beyond it add_entry fails at once with a retriable TooManyPendingAddsError.
+PENDING_ADDS_MAX = 100_000
+
 #: Ledger custom metadata key naming the managed ledger a ledger belongs to.
 MANAGED_LEDGER_TAG = "pulsar/managed-ledger"
 
@@ -171,12 +175,20 @@ class ManagedLedgerCore:
 
     async def add_entry(self, data: bytes) -> api.Position:
         self._check_writable()
+        if len(self._queue) + len(self._inflight) >= PENDING_ADDS_MAX:
+            raise errors.TooManyPendingAddsError(
+                f"{self._name}: {PENDING_ADDS_MAX} adds are already pending"
+            )
         loop = asyncio.get_running_loop()
         op = _AddOp(bytes(data), loop.create_future())
         self._queue.append(op)
         self._idle.clear()
         self._pump()
         return await asyncio.shield(op.future)
+
+    def update_config(self, ml_config: config.ManagedLedgerConfig) -> None:
+        """New settings (a namespace's retention changed, say) for the next decisions."""
+        self.config = ml_config
 
     def _check_writable(self) -> None:
         if self._state is State.FENCED:

@@ -125,3 +125,20 @@ async def test_terminated_ledger_stays_terminated_after_reopen(make_stack: Any) 
     assert again.last_confirmed_entry == end
     reader = again.new_non_durable_cursor(api.EARLIEST)
     assert [e.data for e in await reader.read_entries(10)] == [b"last"]
+
+
+async def test_a_listed_last_ledger_whose_metadata_vanished_is_dropped(make_stack: Any) -> None:
+    first = await make_stack()
+    ml = await first.factory.open(NAME)
+    sub = await ml.open_cursor("sub", api.InitialPosition.EARLIEST)
+    kept = await ml.add_entry(b"kept")
+    await sub.mark_delete(kept)
+    lost_ledger = ml.current_ledger_id
+    await first.stop(clean=False)
+
+    second = await make_stack()
+    await second.client.delete_ledger(lost_ledger)
+    again = await second.factory.open(NAME)
+    assert lost_ledger not in [info.ledger_id for info in again.ledgers]
+    assert again.cursors[0].number_of_entries_in_backlog == 0
+    assert (await again.add_entry(b"new")).ledger_id == again.current_ledger_id
