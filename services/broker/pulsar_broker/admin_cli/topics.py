@@ -156,6 +156,9 @@ def register(groups: Any) -> None:
                    _partitioned_stats).add_argument("--per-partition", action="store_true")
     _topic_command(group, "stats-internal", "Get the internal stats of a topic",
                    _print("/internalStats"))
+    _topic_command(group, "partitioned-stats-internal",
+                   "Get the internal stats of each partition of a partitioned topic",
+                   _print("/partitioned-internalStats"))
     _topic_command(group, "last-message-id", "Get the last message id of a topic",
                    _print("/lastMessageId"))
     _topic_command(group, "subscriptions", "Get the subscriptions of a topic", _subscriptions)

@@ -156,6 +156,18 @@ async def internal_stats(request: web.Request) -> web.Response:
     return http.ok_json(stats.internal_stats(topic))
 
 
+@routes.get(TOPIC + "/partitioned-internalStats")
+async def partitioned_internal_stats(request: web.Request) -> web.Response:
+    name = http.topic_name(request)
+    service = http.service(request)
+    count = await service.resources.get_partitions(name)
+    if count == 0:
+        raise errors.NotFoundError("Partitioned Topic not found")
+    topics = await topic_access.fan_out(service, name)
+    return http.ok_json({"metadata": {"partitions": count},
+                         "partitions": {str(t.name): stats.internal_stats(t) for t in topics}})
+
+
 @routes.get(TOPIC + "/lastMessageId")
 async def last_message_id(request: web.Request) -> web.Response:
     name = http.topic_name(request)

@@ -85,6 +85,9 @@ def test_partitioned_stats_add_up_the_partitions(
     assert stats["msgInCounter"] == 6
     assert sum(p["msgInCounter"] for p in stats["partitions"].values()) == 6
     assert http.get(f"{NS}/pstats-{unique}/lastMessageId").status == 405
+    internal = http.get(f"{NS}/pstats-{unique}/partitioned-internalStats").json()
+    assert internal["metadata"] == {"partitions": 2}
+    assert sum(p["numberOfEntries"] for p in internal["partitions"].values()) == 6
 
 
 def test_terminate_answers_the_last_message_id(http: Http, client: pulsar.Client, unique: str) -> None:
