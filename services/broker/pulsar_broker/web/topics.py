@@ -17,6 +17,9 @@ TOPIC = NS + "/{topic}"
 
 
 def _partition_count(body: Any) -> int:
+    """The body is a number; a PartitionedTopicMetadata object is accepted too."""
+    if isinstance(body, dict) and "partitions" in body:
+        body = body["partitions"]
     if isinstance(body, str) and body.strip().lstrip("-").isdigit():
         body = int(body)
     if isinstance(body, bool) or not isinstance(body, int):
