@@ -206,7 +206,7 @@ class ManagedLedgerCore:
         """Send queued adds to the current ledger, or start a rollover when it is full."""
         while self._queue and self._state is State.OPEN and self._rollover_task is None:
             if self._current is None:
-                return
+                break
             if self._current_broken or self._current_is_full():
                 self._rollover_task = asyncio.ensure_future(self._rollover())
                 return
@@ -237,7 +237,7 @@ class ManagedLedgerCore:
         except bookie_errors.LedgerFencedError as exc:
             op.error = errors.ManagedLedgerFencedError(f"{self._name}: ledger fenced: {exc}")
             self.fence(f"ledger {handle.ledger_id} was fenced by another writer")
-        except bookie_errors.BookieError as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure of the write breaks this ledger
             op.error = errors.ManagedLedgerWriteError(f"{self._name}: add failed: {exc}")
             self._current_broken = True
         op.done = True
@@ -300,7 +300,13 @@ class ManagedLedgerCore:
             except bookie_errors.BookieError as exc:
                 self._fail_queued(errors.ManagedLedgerWriteError(f"no new ledger: {exc}"))
                 return
-            if not await self._switch_to(old, new):
+            try:
+                switched = await self._switch_to(old, new)
+            except errors.ManagedLedgerError as exc:
+                # The metadata store failed (not a lost CAS): these adds fail, the next retries.
+                self._fail_queued(errors.ManagedLedgerWriteError(f"rollover failed: {exc}"))
+                switched = False
+            if not switched:
                 self._spawn(self._delete_ledger_quietly(new.ledger_id))
                 return
             self._spawn(self._retire(old, self.layout.entries_of(old.ledger_id) or 0))

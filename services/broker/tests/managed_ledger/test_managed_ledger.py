@@ -288,3 +288,16 @@ async def test_adds_fail_cleanly_when_the_bookie_stops(stack: Any) -> None:
     with pytest.raises(errors.ManagedLedgerWriteError):
         await asyncio.wait_for(ml.add_entry(b"refused again"), WAIT_S)
     assert ml.last_confirmed_entry.entry_id == 0
+
+
+async def test_adds_waiting_for_a_rollover_fail_cleanly_when_metadata_is_unavailable(
+    make_stack: Any,
+) -> None:
+    stack = await make_stack(max_entries_per_ledger=2)
+    ml = await stack.factory.open(NAME)
+    await add_many(ml, 2)
+    await stack.store.close()
+    with pytest.raises(errors.ManagedLedgerWriteError):
+        await asyncio.wait_for(ml.add_entry(b"needs a new ledger"), WAIT_S)
+    assert not ml.is_fenced
+    assert ml.number_of_entries == 2
