@@ -72,9 +72,13 @@ def lease_namespace(args: argparse.Namespace) -> str:
     return plain[0] if plain else "default"
 
 
-def connection() -> kopf.ConnectionInfo:
+def login() -> kopf.ConnectionInfo | None:
     settings = kopf.OperatorSettings()
-    info = kopf.login_with_service_account(settings=settings) or kopf.login_with_kubeconfig(settings=settings)
+    return kopf.login_with_service_account(settings=settings) or kopf.login_with_kubeconfig(settings=settings)
+
+
+def connection() -> kopf.ConnectionInfo:
+    info = login()
     if info is None:
         raise SystemExit("no Kubernetes credentials: neither a service account nor a kubeconfig was found")
     return info
@@ -105,7 +109,7 @@ async def main(args: argparse.Namespace) -> int:
     handlers.register(registry, runtime, function_mesh=args.function_mesh)
     elector = None
     if args.leader_election:
-        client = kube.KubeClient(connection())
+        client = kube.KubeClient(connection(), refresh=login)
         elector = leader.LeaderElector(client, lease_namespace(args), args.lease_name, identity(),
                                        duration_s=args.lease_duration, retry_s=max(0.2, args.lease_duration / 5))
         async with standby_health(args.liveness_host, args.liveness_port):

@@ -24,6 +24,7 @@ from typing import Any
 
 import aiohttp
 import attrs
+from aiohttp import web
 import kmock
 import yaml
 from kmock._internal import apps, enums
@@ -63,6 +64,25 @@ class RealisticEmulator(kmock.KubernetesEmulator):
                 if version.isdigit() and int(version) <= newer_than:
                     continue
             yield event
+
+    async def __call__(self, raw_request: Any) -> Any:
+        # kmock cannot parse the cluster-wide namespace collection (/api/v1/namespaces);
+        # kopf lists and watches it in namespaced mode, so it is served here.
+        if raw_request.path.rstrip("/") == "/api/v1/namespaces" and raw_request.method == "GET":
+            return await self._serve_namespaces(raw_request)
+        return await super().__call__(raw_request)
+
+    async def _serve_namespaces(self, raw_request: Any) -> Any:
+        names = sorted({"default"} | {ns for (_, ns, _) in list(self.objects.keys()) if ns})
+        if raw_request.query.get("watch") != "true":
+            items = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n, "resourceVersion": "1"}}
+                     for n in names]
+            return web.json_response({"apiVersion": "v1", "kind": "NamespaceList",
+                                      "metadata": {"resourceVersion": str(self._version)}, "items": items})
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(raw_request)
+        await asyncio.Event().wait()  # no namespace ever changes; ends when the client hangs up
+        return response
 
     async def _handle(self, request: Any) -> Any:
         self._trim_request_log()

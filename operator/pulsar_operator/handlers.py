@@ -32,6 +32,12 @@ class Runtime:
         self.connection: kopf.ConnectionInfo | None = None
         self._client: kube.KubeClient | None = None
 
+    def set_connection(self, info: kopf.ConnectionInfo | None) -> None:
+        """kopf logs in again when credentials expire; our client follows."""
+        self.connection = info
+        if info is not None and self._client is not None:
+            self._client.update_credentials(info)
+
     def client(self) -> kube.KubeClient:
         if self._client is None:
             if self.connection is None:
@@ -46,8 +52,9 @@ class Runtime:
 
 
 def _login(state: Runtime, **kwargs: Any) -> kopf.ConnectionInfo | None:
+    """kopf's own login (service account, else kubeconfig), shared with our client."""
     info = kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
-    state.connection = info
+    state.set_connection(info)
     return info
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import ssl
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -73,29 +74,51 @@ def ssl_context(info: kopf.ConnectionInfo) -> ssl.SSLContext | bool:
 class KubeClient:
     """GET/POST/PATCH/DELETE of single objects; 404 on read or delete is `None`/`False`."""
 
-    def __init__(self, info: kopf.ConnectionInfo) -> None:
-        headers = {"Accept": "application/json"}
-        if info.token:
-            headers["Authorization"] = f"{info.scheme or 'Bearer'} {info.token}"
-        auth = aiohttp.BasicAuth(info.username, info.password or "") if info.username else None
+    def __init__(
+        self, info: kopf.ConnectionInfo, refresh: Callable[[], kopf.ConnectionInfo | None] | None = None
+    ) -> None:
+        """`refresh` is asked for new credentials once when the server answers 401 (rotated tokens)."""
+        self._info = info
+        self._refresh = refresh
         self._server = info.server.rstrip("/")
         self._session = aiohttp.ClientSession(
-            headers=headers, auth=auth, timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S),
+            headers={"Accept": "application/json"}, timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S),
             connector=aiohttp.TCPConnector(ssl=ssl_context(info), limit=32),
         )
+
+    def update_credentials(self, info: kopf.ConnectionInfo) -> None:
+        self._info = info
+
+    def _auth(self) -> tuple[dict[str, str], aiohttp.BasicAuth | None]:
+        info = self._info
+        headers = {"Authorization": f"{info.scheme or 'Bearer'} {info.token}"} if info.token else {}
+        auth = aiohttp.BasicAuth(info.username, info.password or "") if info.username else None
+        return headers, auth
 
     async def close(self) -> None:
         await self._session.close()
 
     async def _request(self, method: str, path: str, body: Any = None, content_type: str | None = None) -> Any:
-        headers = {"Content-Type": content_type} if content_type else {}
+        status, payload = await self._send(method, path, body, content_type)
+        if status == 401 and self._refresh is not None and (fresh := self._refresh()) is not None:
+            self._info = fresh
+            status, payload = await self._send(method, path, body, content_type)
+        if status == 404 and method in ("GET", "DELETE"):
+            return None
+        if status >= 400:
+            raise errors.KubeApiError(method, path, status, str(payload)[:500])
+        return payload
+
+    async def _send(self, method: str, path: str, body: Any, content_type: str | None) -> tuple[int, Any]:
+        headers, auth = self._auth()
+        if content_type:
+            headers["Content-Type"] = content_type
         try:
-            async with self._session.request(method, self._server + path, json=body, headers=headers) as resp:
-                if resp.status == 404 and method in ("GET", "DELETE"):
-                    return None
+            async with self._session.request(method, self._server + path, json=body, headers=headers,
+                                             auth=auth) as resp:
                 if resp.status >= 400:
-                    raise errors.KubeApiError(method, path, resp.status, (await resp.text())[:500])
-                return await resp.json(content_type=None)
+                    return resp.status, await resp.text()
+                return resp.status, await resp.json(content_type=None)
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise errors.KubeApiError(method, path, None, repr(exc)) from exc
 

@@ -73,7 +73,8 @@ async def test_one_elector_holds_the_lease_until_it_stops_renewing(client: tuple
 
 
 def operator(kubeconfig: Any, log: Any) -> emulation.OperatorProcess:
-    return emulation.OperatorProcess(kubeconfig, free_port(), "--all-namespaces", "--lease-namespace", "default",
+    """Namespace-scoped, as the operator chart runs it by default; the Lease goes to that namespace."""
+    return emulation.OperatorProcess(kubeconfig, free_port(), "--namespace", "default",
                                      "--lease-duration", "2", "--resync-interval", "5", log=log)
 
 
