@@ -122,7 +122,13 @@ class BookieProcess:
 
     def start(self, timeout_s: float = START_TIMEOUT_S) -> Self:
         """Start and wait until the bookie is ready (RuntimeError if it exits first)."""
-        process = self.launch()
+        self.launch()
+        return self.wait_ready(timeout_s)
+
+    def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> Self:
+        """Wait for readiness of a launched bookie (launch several, then wait for each)."""
+        process = self.process
+        assert process is not None, "launch() first"
         try:
             testing.wait_until(self.is_ready, timeout_s, f"bookie {self.bookie_id}", process)
         except (RuntimeError, TimeoutError) as exc:
