@@ -14,6 +14,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 
@@ -67,6 +68,12 @@ class RateTracker:
     def subscription_rates(self, topic: str, subscription: str) -> Rates:
         return self._rates.get(f"{topic} {subscription}", Rates())
 
+    def producer_rates(self, topic: str, producer: Any) -> Rates:
+        return self._rates.get(_producer_key(topic, producer), Rates())
+
+    def consumer_rates(self, topic: str, subscription: str, consumer: Any) -> Rates:
+        return self._rates.get(_consumer_key(topic, subscription, consumer), Rates())
+
     def tick(self, now_s: float) -> None:
         live: set[str] = set()
         for topic in self.service.loaded_topics:
@@ -87,6 +94,14 @@ class RateTracker:
             sub_msgs, sub_bytes = self._out.totals(key, subscription.consumers)
             self._record(key, _Sample(now_s, 0, 0, sub_msgs, sub_bytes))
             keys.append(key)
+            for consumer in subscription.consumers:
+                key = _consumer_key(name, sub_name, consumer)
+                self._record(key, _Sample(now_s, 0, 0, consumer.msg_out, consumer.bytes_out))
+                keys.append(key)
+        for producer in topic.producers.values():
+            key = _producer_key(name, producer)
+            self._record(key, _Sample(now_s, producer.msg_in, producer.bytes_in, 0, 0))
+            keys.append(key)
         return keys
 
     def _record(self, key: str, sample: _Sample) -> None:
@@ -94,6 +109,15 @@ class RateTracker:
         if previous is not None:
             self._rates[key] = _rates(previous, sample)
         self._samples[key] = sample
+
+
+def _producer_key(topic: str, producer: Any) -> str:
+    # The object id tells a reconnected producer with a reused id from the old one.
+    return f"{topic} producer {producer.producer_id} {id(producer)}"
+
+
+def _consumer_key(topic: str, subscription: str, consumer: Any) -> str:
+    return f"{topic} {subscription} consumer {consumer.consumer_id} {id(consumer)}"
 
 
 TRACKER_KEY = web.AppKey("rate_tracker", RateTracker)

@@ -46,6 +46,19 @@ def topic_stats(topic: PersistentTopic, tracker: rates.RateTracker,
         sub_rates = tracker.subscription_rates(name, sub_name)
         sub["msgRateOut"] = sub_rates.msg_rate_out
         sub["msgThroughputOut"] = sub_rates.msg_throughput_out
+        subscription = topic.subscriptions.get(sub_name)
+        if subscription is not None:
+            # topic.stats() lists consumers in the subscription's order.
+            for consumer, entry in zip(subscription.consumers, sub.get("consumers", []), strict=False):
+                consumer_rates = tracker.consumer_rates(name, sub_name, consumer)
+                entry["msgRateOut"] = consumer_rates.msg_rate_out
+                entry["msgThroughputOut"] = consumer_rates.msg_throughput_out
+    for entry in result.get("publishers", []):
+        producer = topic.producers.get(entry.get("producerId", -1))
+        if producer is not None:
+            producer_rates = tracker.producer_rates(name, producer)
+            entry["msgRateIn"] = producer_rates.msg_rate_in
+            entry["msgThroughputIn"] = producer_rates.msg_throughput_in
     subscriptions = result.get("subscriptions", {}).values()
     result.setdefault("msgOutCounter", sum(s.get("msgOutCounter", 0) for s in subscriptions))
     result.setdefault("bytesOutCounter", sum(s.get("bytesOutCounter", 0) for s in subscriptions))

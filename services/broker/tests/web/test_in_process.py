@@ -72,29 +72,26 @@ async def test_rates_are_counter_deltas_over_the_sampling_interval(
     assert service is not None
     topic = "persistent://public/default/rates"
     tracker = rates.RateTracker(service)
-
-    def publish(count: int) -> None:
-        client = pulsar.Client(service.broker_service_url,
-                               logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
-        try:
-            producer = client.create_producer(topic, batching_enabled=False)
-            for _ in range(count):
-                producer.send(b"x" * 100)
-        finally:
-            client.close()
-
-    await asyncio.to_thread(publish, 1)
-    tracker.tick(100.0)
-    await asyncio.to_thread(publish, 10)
-    tracker.tick(102.0)
-    assert tracker.topic_rates(topic).msg_rate_in == 5.0
-    loaded = await service.get_topic(naming.TopicName.parse(topic), create=False)
-    assert loaded is not None
-    reported = stats.topic_stats(loaded, tracker)
-    assert reported["msgRateIn"] == 5.0
-    assert reported["msgThroughputIn"] > 5.0 * 100
-    tracker.tick(104.0)
-    assert tracker.topic_rates(topic).msg_rate_in == 0.0
+    client = pulsar.Client(service.broker_service_url,
+                           logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
+    try:
+        producer = await asyncio.to_thread(client.create_producer, topic, batching_enabled=False)
+        await asyncio.to_thread(producer.send, b"x" * 100)
+        tracker.tick(100.0)
+        for _ in range(10):
+            await asyncio.to_thread(producer.send, b"x" * 100)
+        tracker.tick(102.0)
+        assert tracker.topic_rates(topic).msg_rate_in == 5.0
+        loaded = await service.get_topic(naming.TopicName.parse(topic), create=False)
+        assert loaded is not None
+        reported = stats.topic_stats(loaded, tracker)
+        assert reported["msgRateIn"] == 5.0
+        assert reported["msgThroughputIn"] > 5.0 * 100
+        assert [p["msgRateIn"] for p in reported["publishers"]] == [5.0]
+        tracker.tick(104.0)
+        assert tracker.topic_rates(topic).msg_rate_in == 0.0
+    finally:
+        await asyncio.to_thread(client.close)
 
 
 async def test_health_check_fails_with_a_reason_when_storage_is_gone(
