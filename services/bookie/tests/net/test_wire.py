@@ -131,3 +131,28 @@ def test_storage_errors_map_to_statuses_and_back(
 
 def test_read_only_is_a_kind_of_unavailable() -> None:
     assert isinstance(wire.error_for(wire.Status.READ_ONLY, "m"), errors.BookieUnavailableError)
+
+
+@given(st.binary(max_size=400), st.integers(1, 64))
+def test_arbitrary_bytes_decode_or_raise_malformed_never_anything_else(
+    data: bytes, chunk: int
+) -> None:
+    for decoder in (wire.RequestDecoder(max_frame_bytes=4096),
+                    wire.ResponseDecoder(max_frame_bytes=4096)):
+        try:
+            for start in range(0, len(data), chunk):
+                decoder.feed(data[start:start + chunk])
+        except net_errors.MalformedFrameError:
+            pass
+
+
+@given(requests, st.binary(min_size=1, max_size=60))
+def test_a_valid_frame_followed_by_garbage_yields_the_frame_first(
+    request: wire.Request, garbage: bytes
+) -> None:
+    decoder = wire.RequestDecoder()
+    assert decoder.feed(wire.encode_request(request)) == [request]
+    try:
+        assert all(isinstance(r, wire.Request) for r in decoder.feed(garbage))
+    except net_errors.MalformedFrameError:
+        pass
