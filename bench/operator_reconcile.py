@@ -22,7 +22,6 @@ from typing import Any
 
 import aiohttp
 import yaml
-
 from pulsar_common.testing import free_port
 from pulsar_operator import cluster_reconcile, emulation, kube
 

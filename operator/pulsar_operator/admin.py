@@ -7,7 +7,7 @@ AdminApiError with a `retriable` flag. 404 on a read means "absent" (None).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Self
 
 import aiohttp
 
@@ -23,7 +23,7 @@ class AdminClient:
         self._own_session = session is None
         self._session = session or aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S))
 
-    async def __aenter__(self) -> AdminClient:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -24,9 +24,9 @@ from typing import Any
 
 import aiohttp
 import attrs
-from aiohttp import web
 import kmock
 import yaml
+from aiohttp import web
 from kmock._internal import apps, enums
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -122,7 +122,7 @@ class RealisticEmulator(kmock.KubernetesEmulator):
 
     def _stamp_update(self, request: Any) -> None:
         key = (request.resource, request.namespace, request.name)
-        current = self.objects[key] if key in self.objects else None
+        current = self.objects[key] if key in self.objects else None  # noqa: SIM401 (not a Mapping)
         if current is None or current.deleted:
             return
         meta = current.get("metadata") or {}
@@ -224,18 +224,21 @@ class OperatorProcess:
     async def start(self) -> None:
         env = dict(os.environ, KUBECONFIG=str(self.kubeconfig))
         env.pop("KUBERNETES_SERVICE_HOST", None)
-        with open(self.log, "ab") as log:
+        log = self.log.open("ab")  # handed to the child; our copy is closed right after the spawn
+        try:
             self.proc = await asyncio.create_subprocess_exec(*self.args, env=env, stdout=log, stderr=log,
                                                              start_new_session=True)
+        finally:
+            log.close()
 
     async def healthy(self) -> bool:
         if self.proc is not None and self.proc.returncode is not None:
             raise RuntimeError(f"operator exited with {self.proc.returncode}; log: {self.log.read_text()[-3000:]}")
         try:
-            async with aiohttp.ClientSession() as session:
-                async with session.get(f"http://127.0.0.1:{self.liveness_port}/healthz",
-                                       timeout=aiohttp.ClientTimeout(total=2)) as resp:
-                    return resp.status == 200
+            async with aiohttp.ClientSession() as session, session.get(
+                f"http://127.0.0.1:{self.liveness_port}/healthz", timeout=aiohttp.ClientTimeout(total=2)
+            ) as resp:
+                return resp.status == 200
         except (aiohttp.ClientError, TimeoutError, OSError):
             return False
 

@@ -46,7 +46,7 @@ class LeaseRecord:
 
 
 def parse_time(text: str) -> datetime.datetime:
-    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return datetime.datetime.fromisoformat(text)
 
 
 def format_time(moment: datetime.datetime) -> str:

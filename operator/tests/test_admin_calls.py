@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import Any, cast
 
 import pytest
-
 from pulsar_operator import admin, errors, kube, services
 from pulsar_operator.plan import AdminCall
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-
 from pulsar_operator import applier, cluster_config, cluster_reconcile, naming
 from pulsar_operator.cluster_reconcile import ObservedSet
 from pulsar_operator.plan import ObjectRef

@@ -101,7 +101,7 @@ def test_status_subresource_and_printer_columns_point_at_real_fields(name: str) 
     assert {c["name"] for c in columns} >= {"Ready", "Age"}
     for column in columns:
         json_path = column["jsonPath"]
-        if json_path.startswith(".status.conditions") or json_path.startswith(".metadata"):
+        if json_path.startswith((".status.conditions", ".metadata")):
             continue
         assert json_path in paths, f"{name}: printer column {column['name']} -> {json_path}"
     scale = version["subresources"].get("scale")

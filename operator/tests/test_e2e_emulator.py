@@ -21,7 +21,6 @@ import aiohttp
 import pytest
 import pytest_asyncio
 import yaml
-
 from pulsar_common.testing import free_port
 from pulsar_operator import emulation
 
@@ -48,19 +47,19 @@ class Env:
         self.operator = operator
 
     async def get(self, path: str) -> dict[str, Any] | None:
-        async with aiohttp.ClientSession() as session:
-            async with session.get(self.url + path) as resp:
-                if resp.status == 404:
-                    return None
-                resp.raise_for_status()
-                result: dict[str, Any] = await resp.json()
-                return result
+        async with aiohttp.ClientSession() as session, session.get(self.url + path) as resp:
+            if resp.status == 404:
+                return None
+            resp.raise_for_status()
+            result: dict[str, Any] = await resp.json()
+            return result
 
     async def patch_status(self, path: str, status: dict[str, Any]) -> None:
-        async with aiohttp.ClientSession() as session:
-            async with session.patch(self.url + path + "/status", json={"status": status},
-                                     headers={"Content-Type": "application/merge-patch+json"}) as resp:
-                resp.raise_for_status()
+        async with aiohttp.ClientSession() as session, session.patch(
+            self.url + path + "/status", json={"status": status},
+            headers={"Content-Type": "application/merge-patch+json"},
+        ) as resp:
+            resp.raise_for_status()
 
     async def apply(self, doc: dict[str, Any]) -> str:
         return await emulation.kubectl(self.kubeconfig, "apply", "--validate=false", "-f", "-",

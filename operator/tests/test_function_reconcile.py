@@ -8,7 +8,6 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-
 from pulsar_operator import function_reconcile, naming
 
 NOW = "2026-01-01T00:00:00Z"

@@ -9,7 +9,6 @@ import kopf
 import pytest
 import pytest_asyncio
 from aiohttp import web
-
 from pulsar_operator import errors, kube, naming
 from pulsar_operator.plan import ObjectRef
 

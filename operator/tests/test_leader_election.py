@@ -13,7 +13,6 @@ import kopf
 import pytest
 import pytest_asyncio
 import yaml
-
 from pulsar_common.testing import free_port
 from pulsar_operator import emulation, kube, leader
 from pulsar_operator.leader import Decision, LeaseRecord

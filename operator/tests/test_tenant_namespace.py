@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-
 from pulsar_operator import tenant_namespace as tn
 from pulsar_operator.plan import AdminCall
 
