@@ -17,6 +17,10 @@ from typing import Any
 REQUEST_TIMEOUT_S = 60.0
 
 
+#: AdminError.status when no HTTP answer came back at all.
+CONNECT_FAILED = 0
+
+
 class AdminError(Exception):
     def __init__(self, status: int, reason: str) -> None:
         super().__init__(reason)
@@ -60,9 +64,9 @@ class AdminClient:
         except urllib.error.HTTPError as exc:
             raise AdminError(exc.code, _reason(exc.code, exc.read(), exc.reason)) from exc
         except urllib.error.URLError as exc:
-            raise AdminError(0, f"Connection to {self.admin_url} failed: {exc.reason}") from exc
+            raise AdminError(CONNECT_FAILED, f"Connection failed: {exc.reason}") from exc
         except (TimeoutError, ConnectionError) as exc:
-            raise AdminError(0, f"Connection to {self.admin_url} failed: {exc}") from exc
+            raise AdminError(CONNECT_FAILED, f"Connection failed: {exc}") from exc
 
     def get(self, path: str, query: dict[str, str] | None = None) -> Any:
         return self.request("GET", path, query=query).json()

@@ -50,7 +50,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         run(client.AdminClient(args.admin_url), args)
     except client.AdminError as exc:
-        output.print_error(exc.reason)
+        if exc.status == client.CONNECT_FAILED:
+            output.print_connect_error(exc.reason, args.admin_url)
+        else:
+            output.print_error(exc.reason)
         return 1
     except units.UnitError as exc:
         output.print_error(str(exc))

@@ -23,6 +23,12 @@ def print_error(reason: str) -> None:
     print(f"Reason: {reason}", file=sys.stderr)
 
 
+def print_connect_error(reason: str, admin_url: str) -> None:
+    print(reason, file=sys.stderr)
+    print(file=sys.stderr)
+    print(f"Error connecting to: {admin_url}", file=sys.stderr)
+
+
 def hex_dump(data: bytes) -> str:
     """A boxed hex dump of the payload, 16 bytes a row, in the style Apache prints it."""
     lines = ["         +-------------------------------------------------+",

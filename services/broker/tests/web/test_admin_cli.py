@@ -54,6 +54,13 @@ def test_errors_print_the_reason_and_exit_1(admin: Admin, unique: str) -> None:
     assert "Reason: Tenant does not exist" in result.stderr
 
 
+def test_unreachable_broker_is_reported_with_its_url() -> None:
+    admin = Admin("http://127.0.0.1:1")
+    result = admin("tenants", "list")
+    assert result.returncode == 1
+    assert "Error connecting to: http://127.0.0.1:1" in result.stderr
+
+
 def test_admin_url_option_overrides_the_environment(
         standalone: broker_testing.StandaloneProcess) -> None:
     env = {**os.environ, "PULSAR_ADMIN_URL": "http://127.0.0.1:1"}
