@@ -35,6 +35,9 @@ LATENCY_LABEL_CACHE_MAX = 100_000
 #: Add-entry latency buckets in seconds (Apache's 0.5 ms ... 1 s steps).
 ADD_ENTRY_LATENCY_BUCKETS_S = (0.0005, 0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 1.0)
 
+#: The classic text exposition format every Prometheus version scrapes (what Apache serves).
+TEXT_FORMAT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
 METRICS_KEY = web.AppKey("broker_metrics", object)
 
 #: The publish path's hook; see `hooks` (importable without aiohttp or OpenTelemetry).
@@ -171,7 +174,7 @@ def install(app: web.Application, service: BrokerService) -> None:
 
     async def scrape(request: web.Request) -> web.Response:
         body = metrics.render()
-        return web.Response(body=body, headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST})
+        return web.Response(body=body, headers={"Content-Type": TEXT_FORMAT_CONTENT_TYPE})
 
     async def stop(app: web.Application) -> None:
         metrics.shutdown()

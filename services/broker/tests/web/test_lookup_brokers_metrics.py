@@ -64,7 +64,7 @@ def test_metrics_are_prometheus_text_per_topic(http: Http, client: pulsar.Client
     for _ in range(4):
         consumer.acknowledge(consumer.receive(10_000))
     reply = http.get("/metrics")
-    assert reply.headers["Content-Type"].startswith("text/plain")
+    assert reply.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
     families = list(text_string_to_metric_families(reply.body.decode()))
     types = {family.name: family.type for family in families}
     values = {s.name: s.value for family in families for s in family.samples
