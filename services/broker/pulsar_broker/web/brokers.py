@@ -11,6 +11,7 @@ same metadata and storage path without a client connection. It answers
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import re
 import struct
 import time
@@ -93,6 +94,27 @@ async def leader_broker(request: web.Request) -> web.Response:
     return http.ok_json({"serviceUrl": service.web_service_url, "brokerId": service.broker_id})
 
 
+@routes.get("/admin/v2/brokers/version")
+async def version(request: web.Request) -> web.Response:
+    try:
+        text = importlib.metadata.version("pulsar-py")
+    except importlib.metadata.PackageNotFoundError:
+        text = "unknown"
+    return web.Response(text=text)
+
+
+@routes.get("/admin/v2/brokers/configuration")
+async def dynamic_configuration_names(request: web.Request) -> web.Response:
+    """Settings that can change at runtime: none yet, every setting needs a restart."""
+    return http.ok_json([])
+
+
+@routes.get("/admin/v2/brokers/configuration/values")
+async def dynamic_configuration_values(request: web.Request) -> web.Response:
+    return http.ok_json({})
+
+
+# Registered after the fixed paths above, which it would otherwise capture.
 @routes.get("/admin/v2/brokers/{cluster}")
 async def brokers_of_cluster(request: web.Request) -> web.Response:
     service = http.service(request)

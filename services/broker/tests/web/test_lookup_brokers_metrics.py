@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import re
 from typing import TYPE_CHECKING
 
@@ -53,6 +54,9 @@ def test_broker_lists_and_leader(http: Http, standalone: broker_testing.Standalo
     assert http.get("/admin/v2/brokers/standalone").json() == [broker_id]
     assert http.get("/admin/v2/brokers/leaderBroker").json()["serviceUrl"] == standalone.web_url
     assert http.get("/admin/v2/brokers/no-such-cluster").status == 404
+    assert http.get("/admin/v2/brokers/version").body.decode() == importlib.metadata.version(
+        "pulsar-py")
+    assert http.get("/admin/v2/brokers/configuration").json() == []
 
 
 def test_metrics_are_prometheus_text_per_topic(http: Http, client: pulsar.Client, unique: str) -> None:
