@@ -23,9 +23,14 @@ def _leader(admin: client.AdminClient, args: argparse.Namespace) -> None:
     output.print_json(admin.get("/admin/v2/brokers/leaderBroker"))
 
 
+def _version(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    print(admin.request("GET", "/admin/v2/brokers/version").body.decode())
+
+
 def register(groups: Any) -> None:
     group = Group(groups, "brokers", "Operations about brokers")
     group.command("healthcheck", "Run a health check against the broker", _healthcheck)
     group.command("list", "List active brokers of the cluster", _list).add_argument(
         "cluster", nargs="?")
     group.command("leader-broker", "Get the information of the leader broker", _leader)
+    group.command("version", "Get the version of the broker", _version)
