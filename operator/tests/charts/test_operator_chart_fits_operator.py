@@ -36,10 +36,6 @@ def parse_operator_args(manifests: list[dict[str, Any]]) -> argparse.Namespace:
     return parser.parse_args(container["args"][1:])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`operator` is not yet in pulsar_common.cli.main.COMMANDS; remove this mark once it is",
-)
 def test_the_pulsar_command_accepts_the_chart_command_line(render_chart: Any) -> None:
     """The image's `pulsar` entry point must know `operator`, or the pod exits at once."""
     (deployment,) = [m for m in render_chart(CHART) if m["kind"] == "Deployment"]

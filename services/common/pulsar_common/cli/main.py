@@ -17,6 +17,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "run a broker, a bookie and the metadata store in one process",
         "pulsar_broker.cli:add_standalone_arguments",
     ),
+    "bookie": ("run a bookie (storage node)", "pulsar_bookie.cli:add_arguments"),
+    "operator": ("run the Kubernetes operator", "pulsar_operator.cli:add_arguments"),
 }
 
 
