@@ -68,8 +68,12 @@ async def apply(
         async with limit:
             await coro
 
-    await asyncio.gather(
+    outcomes = await asyncio.gather(
         *(guarded(_apply_one(store, obj, result)) for obj in objects),
         *(guarded(_delete_one(store, ref, result)) for ref in deletions),
+        return_exceptions=True,  # let every write finish before reporting the first failure
     )
+    failures = [o for o in outcomes if isinstance(o, BaseException)]
+    if failures:
+        raise failures[0]
     return result

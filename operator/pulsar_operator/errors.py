@@ -49,3 +49,7 @@ class ClusterNotReadyError(OperatorError):
     """The referenced Pulsar cluster has no admin URL yet."""
 
     retriable = True
+
+
+class ClusterGoneError(ClusterNotReadyError):
+    """The referenced PulsarCluster does not exist (any more)."""

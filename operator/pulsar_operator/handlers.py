@@ -132,7 +132,7 @@ def _register_pulsar_resource(
     async def delete(body: kopf.Body, logger: logging.Logger | logging.LoggerAdapter[Any], **_: Any) -> None:
         try:
             logger.info(await services.delete_in_pulsar(services.plain(body), runtime.client(), admin.AdminClient))
-        except errors.ClusterNotReadyError as exc:
+        except errors.ClusterGoneError as exc:
             # The cluster is gone: nothing is left to clean up, so release the finalizer.
             logger.warning("not cleaning up in Pulsar: %s", exc)
         except errors.OperatorError as exc:

@@ -89,7 +89,7 @@ async def resolve_cluster(
     if ref.get("name"):
         cluster = await client.get(ObjectRef(naming.API_VERSION, "PulsarCluster", namespace, ref["name"]))
         if cluster is None and not ref.get("webServiceURL"):
-            raise errors.ClusterNotReadyError(f"PulsarCluster {namespace}/{ref['name']} does not exist")
+            raise errors.ClusterGoneError(f"PulsarCluster {namespace}/{ref['name']} does not exist")
         cluster_status = (cluster or {}).get("status") or {}
     url = ref.get("webServiceURL") or (cluster_status or {}).get("webServiceURL")
     if not url:

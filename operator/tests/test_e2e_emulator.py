@@ -266,3 +266,15 @@ async def test_deleting_with_keep_after_deletion_leaves_pulsar_alone(env: Env) -
     await env.wait(f"{GROUP_PATH}/tenants", lambda o: not o.get("items"), "tenant gone from Kubernetes")
     assert "kept" in env.admin.tenants
     assert not [r for r in env.admin.requests if r[0] == "DELETE" and r[1] == "/admin/v2/tenants/kept"]
+
+
+async def test_a_tenant_of_a_missing_cluster_reports_it_and_deletes_without_cleanup(env: Env) -> None:
+    tenant = example("tenant.yaml")
+    tenant["metadata"]["name"] = "orphan"
+    tenant["spec"]["clusterRef"] = {"name": "no-such-cluster"}
+    await env.apply(tenant)
+    found = await env.wait(f"{GROUP_PATH}/tenants/orphan", lambda o: cond(o, "Degraded").get("status") == "True",
+                           "ClusterGone in status")
+    assert cond(found, "Degraded")["reason"] == "ClusterGone"
+    await env.kubectl("delete", "tenant", "orphan", "--wait=false")
+    await env.wait(f"{GROUP_PATH}/tenants", lambda o: not o.get("items"), "finalizer released")
