@@ -21,6 +21,8 @@ from aiohttp import web as aiohttp_web
 from pulsar_bookie import config as bookie_config
 from pulsar_bookie import types as bookie_types
 from pulsar_bookie.client import local as local_client
+from pulsar_bookie.net import server as bookie_server
+from pulsar_bookie.service import bookie as bookie_service
 from pulsar_bookie.storage import engine as bookie_engine
 from pulsar_common import config as common_config
 from pulsar_common import naming
@@ -89,6 +91,7 @@ class Standalone:
         self.settings = settings
         self.store: md.MetadataStore | None = None
         self.bookie: bookie_engine.LedgerStorageEngine | None = None
+        self.bookie_server: bookie_server.BookieServer | None = None
         self.ledger_client: local_client.LocalLedgerClient | None = None
         self.service: BrokerService | None = None
         self.server: asyncio.Server | None = None
@@ -101,6 +104,11 @@ class Standalone:
         self.store = await md_factory.create_store(url)
         self.bookie = bookie_engine.LedgerStorageEngine(self.settings.bookie)
         await self.bookie.start()
+        # The embedded bookie also listens on bookiePort, so that readers such as the
+        # Spark data source fetch entries straight from storage, as they do in a cluster.
+        self.bookie_server = bookie_server.BookieServer(
+            self.bookie, bookie_service.server_settings(self.settings.bookie))
+        await self.bookie_server.start(conf.bind_address, self.settings.bookie.bookiePort)
         bookie_id = bookie_types.BookieId(f"{conf.advertised_address}:{self.settings.bookie.bookiePort}")
         self.ledger_client = local_client.LocalLedgerClient(self.bookie, self.store, bookie_id)
         ledgers = ml_factory.ManagedLedgerFactoryImpl(
@@ -138,6 +146,8 @@ class Standalone:
             await self.service.close()
         if self.ledger_client is not None:
             await self.ledger_client.close()
+        if self.bookie_server is not None:
+            await self.bookie_server.stop()
         if self.bookie is not None:
             await self.bookie.close()
         if self.store is not None:
