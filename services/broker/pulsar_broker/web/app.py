@@ -19,11 +19,11 @@ from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.web import (
     brokers,
     clusters,
-    http,
     lookup,
     metrics,
     namespaces,
     rates,
+    rest,
     subscriptions,
     tenants,
     topics,
@@ -45,25 +45,25 @@ async def apache_errors(request: web.Request, handler: Handler) -> web.StreamRes
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        return http.error_json(exc.status, exc.reason)
+        return rest.error_json(exc.status, exc.reason)
     except errors.BrokerError as exc:
-        return http.error_json(exc.http_status, str(exc))
+        return rest.error_json(exc.http_status, str(exc))
     except naming.InvalidTopicNameError as exc:
-        return http.error_json(412, str(exc))
+        return rest.error_json(412, str(exc))
     except ml_errors.ManagedLedgerTerminatedError as exc:
-        return http.error_json(412, str(exc) or "Topic is terminated")
+        return rest.error_json(412, str(exc) or "Topic is terminated")
     except (ml_errors.ManagedLedgerError, common_errors.PulsarError) as exc:
         log.warning("%s %s failed: %r", request.method, request.path, exc)
-        return http.error_json(500, str(exc) or type(exc).__name__)
+        return rest.error_json(500, str(exc) or type(exc).__name__)
     except Exception as exc:  # The admin API must answer, whatever broke inside.
         log.exception("%s %s failed", request.method, request.path)
-        return http.error_json(500, str(exc) or type(exc).__name__)
+        return rest.error_json(500, str(exc) or type(exc).__name__)
 
 
 def create_app(service: BrokerService) -> web.Application:
     """The HTTP application for one broker service (admin v2, lookup, health, metrics)."""
     app = web.Application(middlewares=[apache_errors], client_max_size=CLIENT_MAX_SIZE_BYTES)
-    app[http.SERVICE] = service
+    app[rest.SERVICE] = service
     for module in (clusters, tenants, namespaces, topics, subscriptions, lookup, brokers):
         app.router.add_routes(module.routes)
     rates.install(app, service)

@@ -22,7 +22,7 @@ from pulsar_common.wire import pulsar_api_pb2 as pb
 
 from pulsar_broker import errors
 from pulsar_broker.service.broker_service import BrokerService
-from pulsar_broker.web import http
+from pulsar_broker.web import rest
 
 routes = web.RouteTableDef()
 
@@ -65,7 +65,7 @@ async def check_health(service: BrokerService) -> None:
 @routes.get("/admin/v2/brokers/health")
 async def health(request: web.Request) -> web.Response:
     try:
-        await asyncio.wait_for(check_health(http.service(request)), HEALTH_CHECK_TIMEOUT_S)
+        await asyncio.wait_for(check_health(rest.service(request)), HEALTH_CHECK_TIMEOUT_S)
     except TimeoutError as exc:
         raise errors.BrokerError("Health check timed out") from exc
     return web.Response(text="ok")
@@ -73,7 +73,7 @@ async def health(request: web.Request) -> web.Response:
 
 @routes.get("/admin/v2/brokers/ready")
 async def ready(request: web.Request) -> web.Response:
-    await http.service(request).resources.list_clusters()
+    await rest.service(request).resources.list_clusters()
     return web.Response(text="ok")
 
 
@@ -84,14 +84,14 @@ async def status(request: web.Request) -> web.Response:
 
 @routes.get("/admin/v2/brokers")
 async def active_brokers(request: web.Request) -> web.Response:
-    return http.ok_json([http.service(request).broker_id])
+    return rest.ok_json([rest.service(request).broker_id])
 
 
 @routes.get("/admin/v2/brokers/leaderBroker")
 async def leader_broker(request: web.Request) -> web.Response:
     """A single broker leads itself (load manager leadership comes with multi-broker)."""
-    service = http.service(request)
-    return http.ok_json({"serviceUrl": service.web_service_url, "brokerId": service.broker_id})
+    service = rest.service(request)
+    return rest.ok_json({"serviceUrl": service.web_service_url, "brokerId": service.broker_id})
 
 
 @routes.get("/admin/v2/brokers/version")
@@ -106,20 +106,20 @@ async def version(request: web.Request) -> web.Response:
 @routes.get("/admin/v2/brokers/configuration")
 async def dynamic_configuration_names(request: web.Request) -> web.Response:
     """Settings that can change at runtime: none yet, every setting needs a restart."""
-    return http.ok_json([])
+    return rest.ok_json([])
 
 
 @routes.get("/admin/v2/brokers/configuration/values")
 async def dynamic_configuration_values(request: web.Request) -> web.Response:
-    return http.ok_json({})
+    return rest.ok_json({})
 
 
 # Registered after the fixed paths above, which it would otherwise capture.
 @routes.get("/admin/v2/brokers/{cluster}")
 async def brokers_of_cluster(request: web.Request) -> web.Response:
-    service = http.service(request)
-    cluster = http.check_name(request.match_info["cluster"], "Cluster")
+    service = rest.service(request)
+    cluster = rest.check_name(request.match_info["cluster"], "Cluster")
     if cluster not in await service.resources.list_clusters():
         raise errors.NotFoundError("Cluster does not exist")
     local = cluster == service.config.cluster_name
-    return http.ok_json([service.broker_id] if local else [])
+    return rest.ok_json([service.broker_id] if local else [])

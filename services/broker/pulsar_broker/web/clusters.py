@@ -7,7 +7,7 @@ from typing import Any
 from aiohttp import web
 
 from pulsar_broker import errors
-from pulsar_broker.web import http
+from pulsar_broker.web import rest
 
 routes = web.RouteTableDef()
 
@@ -37,34 +37,34 @@ def _cluster_data(request_body: Any) -> dict[str, Any]:
 
 @routes.get("/admin/v2/clusters")
 async def list_clusters(request: web.Request) -> web.Response:
-    return http.ok_json(await http.service(request).resources.list_clusters())
+    return rest.ok_json(await rest.service(request).resources.list_clusters())
 
 
 @routes.get("/admin/v2/clusters/{cluster}")
 async def get_cluster(request: web.Request) -> web.Response:
-    name = http.check_name(request.match_info["cluster"], "Cluster")
-    data = await http.service(request).resources.get_cluster(name)
-    return http.ok_json({**CLUSTER_DATA_DEFAULTS, **data})
+    name = rest.check_name(request.match_info["cluster"], "Cluster")
+    data = await rest.service(request).resources.get_cluster(name)
+    return rest.ok_json({**CLUSTER_DATA_DEFAULTS, **data})
 
 
 @routes.put("/admin/v2/clusters/{cluster}")
 async def create_cluster(request: web.Request) -> web.Response:
-    name = http.check_name(request.match_info["cluster"], "Cluster")
-    data = _cluster_data(await http.body_json(request))
-    await http.service(request).resources.create_cluster(name, data)
-    return http.no_content()
+    name = rest.check_name(request.match_info["cluster"], "Cluster")
+    data = _cluster_data(await rest.body_json(request))
+    await rest.service(request).resources.create_cluster(name, data)
+    return rest.no_content()
 
 
 @routes.post("/admin/v2/clusters/{cluster}")
 async def update_cluster(request: web.Request) -> web.Response:
-    name = http.check_name(request.match_info["cluster"], "Cluster")
-    data = _cluster_data(await http.body_json(request))
-    await http.service(request).resources.update_cluster(name, data)
-    return http.no_content()
+    name = rest.check_name(request.match_info["cluster"], "Cluster")
+    data = _cluster_data(await rest.body_json(request))
+    await rest.service(request).resources.update_cluster(name, data)
+    return rest.no_content()
 
 
 @routes.delete("/admin/v2/clusters/{cluster}")
 async def delete_cluster(request: web.Request) -> web.Response:
-    name = http.check_name(request.match_info["cluster"], "Cluster")
-    await http.service(request).resources.delete_cluster(name)
-    return http.no_content()
+    name = rest.check_name(request.match_info["cluster"], "Cluster")
+    await rest.service(request).resources.delete_cluster(name)
+    return rest.no_content()

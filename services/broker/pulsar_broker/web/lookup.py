@@ -16,7 +16,7 @@ from aiohttp import web
 
 from pulsar_broker import errors
 from pulsar_broker.service.broker_service import BrokerService
-from pulsar_broker.web import http
+from pulsar_broker.web import rest
 
 routes = web.RouteTableDef()
 
@@ -32,20 +32,20 @@ def lookup_data(service: BrokerService) -> dict[str, Any]:
     }
 
 
-@routes.get("/lookup/v2/topic/" + http.DOMAINS + "/{tenant}/{namespace}/{topic}")
+@routes.get("/lookup/v2/topic/" + rest.DOMAINS + "/{tenant}/{namespace}/{topic}")
 async def lookup_topic(request: web.Request) -> web.Response:
-    name = http.topic_name(request)
-    service = http.service(request)
+    name = rest.topic_name(request)
+    service = rest.service(request)
     if not name.persistent:
         raise errors.NotAllowedError("non-persistent topics are not supported yet")
     await service.check_namespace(name.namespace_name)
     if not await service.topic_exists(name) and not await service.may_create_topic(name):
         raise errors.TopicNotFoundError("Topic not found")
-    return http.ok_json(lookup_data(service))
+    return rest.ok_json(lookup_data(service))
 
 
 @routes.get("/admin/v2/schemas/{tenant}/{namespace}/{topic}/schema")
 @routes.get("/admin/v2/schemas/{tenant}/{namespace}/{topic}/schema/{version}")
 async def get_schema(request: web.Request) -> web.Response:
-    http.topic_name(request)
+    rest.topic_name(request)
     raise errors.NotFoundError("Schema not found")

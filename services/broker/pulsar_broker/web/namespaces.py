@@ -17,7 +17,7 @@ from pulsar_common import naming
 from pulsar_broker import errors, resources
 from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.topics.persistent_topic import PersistentTopic
-from pulsar_broker.web import http
+from pulsar_broker.web import rest
 
 routes = web.RouteTableDef()
 
@@ -53,26 +53,26 @@ def initial_policies(body: Any, cluster: str) -> dict[str, Any]:
 
 @routes.get("/admin/v2/namespaces/{tenant}")
 async def list_namespaces(request: web.Request) -> web.Response:
-    tenant = http.check_name(request.match_info["tenant"], "Tenant")
-    pulsar = http.service(request).resources
+    tenant = rest.check_name(request.match_info["tenant"], "Tenant")
+    pulsar = rest.service(request).resources
     if not await pulsar.tenant_exists(tenant):
         raise errors.NotFoundError("Tenant does not exist")
-    return http.ok_json(await pulsar.list_namespaces(tenant))
+    return rest.ok_json(await pulsar.list_namespaces(tenant))
 
 
 @routes.put(NS)
 async def create_namespace(request: web.Request) -> web.Response:
-    ns = http.namespace_name(request)
-    service = http.service(request)
-    policies = initial_policies(await http.body_json(request), service.config.cluster_name)
+    ns = rest.namespace_name(request)
+    service = rest.service(request)
+    policies = initial_policies(await rest.body_json(request), service.config.cluster_name)
     await service.resources.create_namespace(ns, policies)
-    return http.no_content()
+    return rest.no_content()
 
 
 @routes.get(NS)
 async def get_policies(request: web.Request) -> web.Response:
-    ns = http.namespace_name(request)
-    return http.ok_json(await http.service(request).resources.get_policies(ns))
+    ns = rest.namespace_name(request)
+    return rest.ok_json(await rest.service(request).resources.get_policies(ns))
 
 
 async def remove_namespace(service: BrokerService, ns: naming.NamespaceName, force: bool) -> None:
@@ -92,38 +92,38 @@ async def remove_namespace(service: BrokerService, ns: naming.NamespaceName, for
 
 @routes.delete(NS)
 async def delete_namespace(request: web.Request) -> web.Response:
-    ns = http.namespace_name(request)
-    await remove_namespace(http.service(request), ns, http.query_flag(request, "force"))
-    return http.no_content()
+    ns = rest.namespace_name(request)
+    await remove_namespace(rest.service(request), ns, rest.query_flag(request, "force"))
+    return rest.no_content()
 
 
 @routes.get(NS + "/bundles")
 async def get_bundles(request: web.Request) -> web.Response:
-    ns = http.namespace_name(request)
-    policies = await http.service(request).resources.get_policies(ns)
-    return http.ok_json(policies.get("bundles") or {})
+    ns = rest.namespace_name(request)
+    policies = await rest.service(request).resources.get_policies(ns)
+    return rest.ok_json(policies.get("bundles") or {})
 
 
 @routes.get(NS + "/topics")
 async def namespace_topics(request: web.Request) -> web.Response:
-    ns = http.namespace_name(request)
-    service = http.service(request)
+    ns = rest.namespace_name(request)
+    service = rest.service(request)
     mode = request.query.get("mode", "PERSISTENT").upper()
     if mode not in ("PERSISTENT", "NON_PERSISTENT", "ALL"):
         raise errors.InvalidRequestError(f"Invalid mode {mode}")
     await service.check_namespace(ns)
-    return http.ok_json(await service.topics_of_namespace(ns, mode))
+    return rest.ok_json(await service.topics_of_namespace(ns, mode))
 
 
 @routes.put(NS + "/unload")
 async def unload_namespace(request: web.Request) -> web.Response:
-    ns = http.namespace_name(request)
-    service = http.service(request)
+    ns = rest.namespace_name(request)
+    service = rest.service(request)
     await service.check_namespace(ns)
     for topic in service.loaded_topics:
         if topic.name.namespace_name == ns:
             await service.unload_topic(topic.name)
-    return http.no_content()
+    return rest.no_content()
 
 
 async def _existing_topics(service: BrokerService, ns: naming.NamespaceName) -> list[PersistentTopic]:
@@ -141,41 +141,41 @@ async def _existing_topics(service: BrokerService, ns: naming.NamespaceName) -> 
 async def clear_namespace_backlog(request: web.Request) -> web.Response:
     """Acknowledge everything, on every subscription (or the named one) of every topic."""
     only = request.match_info.get("subscription")
-    for topic in await _existing_topics(http.service(request), http.namespace_name(request)):
+    for topic in await _existing_topics(rest.service(request), rest.namespace_name(request)):
         for name, subscription in list(topic.subscriptions.items()):
             if only is None or name == only:
                 await subscription.cursor.clear_backlog()
-    return http.no_content()
+    return rest.no_content()
 
 
 @routes.post(NS + "/unsubscribe/{subscription}")
 async def unsubscribe_namespace(request: web.Request) -> web.Response:
     """Delete the named subscription from every topic of the namespace that has it."""
     name = request.match_info["subscription"]
-    for topic in await _existing_topics(http.service(request), http.namespace_name(request)):
+    for topic in await _existing_topics(rest.service(request), rest.namespace_name(request)):
         if name in topic.subscriptions:
             await topic.unsubscribe(name)
-    return http.no_content()
+    return rest.no_content()
 
 
 # One field of the Policies record per endpoint.
 
 async def _update_policies(request: web.Request,
                            change: Callable[[dict[str, Any]], None]) -> web.Response:
-    ns = http.namespace_name(request)
-    pulsar = http.service(request).resources
+    ns = rest.namespace_name(request)
+    pulsar = rest.service(request).resources
     policies = await pulsar.get_policies(ns)
     change(policies)
     await pulsar.set_policies(ns, policies)
-    return http.no_content()
+    return rest.no_content()
 
 
 async def _policy_value(request: web.Request, field: str, unset: Any) -> web.Response:
-    ns = http.namespace_name(request)
-    value = (await http.service(request).resources.get_policies(ns)).get(field)
+    ns = rest.namespace_name(request)
+    value = (await rest.service(request).resources.get_policies(ns)).get(field)
     if value is None or value == "UNDEFINED":
         value = unset
-    return http.no_content() if value is None else http.ok_json(value)
+    return rest.no_content() if value is None else rest.ok_json(value)
 
 
 def _simple_policy(path: str, field: str, check: Callable[[Any], Any],
@@ -186,7 +186,7 @@ def _simple_policy(path: str, field: str, check: Callable[[Any], Any],
         return await _policy_value(request, field, unset)
 
     async def set_value(request: web.Request) -> web.Response:
-        value = check(await http.body_json(request))
+        value = check(await rest.body_json(request))
         return await _update_policies(request, lambda p: p.__setitem__(field, value))
 
     async def remove_value(request: web.Request) -> web.Response:
@@ -287,15 +287,15 @@ _simple_policy("/schemaCompatibilityStrategy", "schema_compatibility_strategy", 
 
 @routes.get(NS + "/replication")
 async def get_replication(request: web.Request) -> web.Response:
-    ns = http.namespace_name(request)
-    policies = await http.service(request).resources.get_policies(ns)
-    return http.ok_json(policies.get("replication_clusters") or [])
+    ns = rest.namespace_name(request)
+    policies = await rest.service(request).resources.get_policies(ns)
+    return rest.ok_json(policies.get("replication_clusters") or [])
 
 
 @routes.post(NS + "/replication")
 async def set_replication(request: web.Request) -> web.Response:
-    clusters = _clusters(await http.body_json(request))
-    known = set(await http.service(request).resources.list_clusters())
+    clusters = _clusters(await rest.body_json(request))
+    known = set(await rest.service(request).resources.list_clusters())
     if any(c not in known for c in clusters):
         raise errors.PreconditionFailedError("Invalid cluster id")
     return await _update_policies(request, lambda p: p.__setitem__("replication_clusters", clusters))
@@ -303,9 +303,9 @@ async def set_replication(request: web.Request) -> web.Response:
 
 @routes.get(NS + "/backlogQuotaMap")
 async def get_backlog_quota_map(request: web.Request) -> web.Response:
-    ns = http.namespace_name(request)
-    policies = await http.service(request).resources.get_policies(ns)
-    return http.ok_json(policies.get("backlog_quota_map") or {})
+    ns = rest.namespace_name(request)
+    policies = await rest.service(request).resources.get_policies(ns)
+    return rest.ok_json(policies.get("backlog_quota_map") or {})
 
 
 def _quota_type(request: web.Request) -> str:
@@ -318,7 +318,7 @@ def _quota_type(request: web.Request) -> str:
 @routes.post(NS + "/backlogQuota")
 async def set_backlog_quota(request: web.Request) -> web.Response:
     quota_type = _quota_type(request)
-    body = await http.body_json(request)
+    body = await rest.body_json(request)
     if not isinstance(body, dict):
         raise errors.InvalidRequestError("Backlog quota must be a JSON object")
     try:

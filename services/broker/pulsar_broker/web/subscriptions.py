@@ -19,11 +19,11 @@ from pulsar_broker.managed_ledger import errors as ml_errors
 from pulsar_broker.subscriptions.subscription import Subscription
 from pulsar_broker.topics import entry_info
 from pulsar_broker.topics.persistent_topic import PersistentTopic
-from pulsar_broker.web import http, peek, topic_access
+from pulsar_broker.web import peek, rest, topic_access
 
 routes = web.RouteTableDef()
 
-TOPIC = "/admin/v2/" + http.DOMAINS + "/{tenant}/{namespace}/{topic}"
+TOPIC = "/admin/v2/" + rest.DOMAINS + "/{tenant}/{namespace}/{topic}"
 SUB = TOPIC + "/subscription/{subscription}"
 
 _INT64_MAX = 2**63 - 1
@@ -56,8 +56,8 @@ def subscription_of(topic: PersistentTopic, name: str) -> Subscription:
 
 async def _subscriptions(request: web.Request) -> list[Subscription]:
     """The named subscription on the topic, or on each partition that has it."""
-    name = http.topic_name(request)
-    service = http.service(request)
+    name = rest.topic_name(request)
+    service = rest.service(request)
     sub_name = request.match_info["subscription"]
     topics = await topic_access.fan_out(service, name)
     found = [t.subscriptions[sub_name] for t in topics if sub_name in t.subscriptions]
@@ -67,8 +67,8 @@ async def _subscriptions(request: web.Request) -> list[Subscription]:
 
 
 async def _single_subscription(request: web.Request, what: str) -> Subscription:
-    name = http.topic_name(request)
-    service = http.service(request)
+    name = rest.topic_name(request)
+    service = rest.service(request)
     await topic_access.refuse_partitioned(service, name, what)
     topic = await topic_access.existing(service, name)
     return subscription_of(topic, request.match_info["subscription"])
@@ -76,17 +76,17 @@ async def _single_subscription(request: web.Request, what: str) -> Subscription:
 
 @routes.get(TOPIC + "/subscriptions")
 async def list_subscriptions(request: web.Request) -> web.Response:
-    topics = await topic_access.fan_out(http.service(request), http.topic_name(request))
+    topics = await topic_access.fan_out(rest.service(request), rest.topic_name(request))
     names = sorted({name for topic in topics for name in topic.subscriptions})
-    return http.ok_json(names)
+    return rest.ok_json(names)
 
 
 @routes.put(SUB)
 async def create_subscription(request: web.Request) -> web.Response:
-    name = http.topic_name(request)
-    service = http.service(request)
+    name = rest.topic_name(request)
+    service = rest.service(request)
     sub_name = request.match_info["subscription"]
-    position = position_from_json(await http.body_json(request), ml.LATEST)
+    position = position_from_json(await rest.body_json(request), ml.LATEST)
     topic_access.check_persistent(name)
     if await topic_access.partitions_of(service, name) > 0:
         topics = await topic_access.fan_out(service, name, create_partitions=True)
@@ -99,45 +99,45 @@ async def create_subscription(request: web.Request) -> web.Response:
         raise errors.ConflictError("Subscription already exists for topic")
     for topic in topics:
         await topic.create_subscription(sub_name, position)
-    return http.no_content()
+    return rest.no_content()
 
 
 @routes.delete(SUB)
 async def delete_subscription(request: web.Request) -> web.Response:
-    name = http.topic_name(request)
+    name = rest.topic_name(request)
     sub_name = request.match_info["subscription"]
-    force = http.query_flag(request, "force")
-    topics = await topic_access.fan_out(http.service(request), name)
+    force = rest.query_flag(request, "force")
+    topics = await topic_access.fan_out(rest.service(request), name)
     owners = [t for t in topics if sub_name in t.subscriptions]
     if not owners:
         raise errors.NotFoundError("Subscription not found")
     for topic in owners:
         await topic.unsubscribe(sub_name, force)
-    return http.no_content()
+    return rest.no_content()
 
 
 @routes.post(SUB + "/skip/{count}")
 async def skip_messages(request: web.Request) -> web.Response:
-    count = http.path_int(request, "count")
+    count = rest.path_int(request, "count")
     if count <= 0:
         raise errors.PreconditionFailedError("Number of messages to skip must be positive")
     subscription = await _single_subscription(request, "Skip messages")
     await subscription.cursor.skip_entries(count)
     subscription.new_entries()
-    return http.no_content()
+    return rest.no_content()
 
 
 @routes.post(SUB + "/skip_all")
 async def clear_backlog(request: web.Request) -> web.Response:
     for subscription in await _subscriptions(request):
         await subscription.cursor.clear_backlog()
-    return http.no_content()
+    return rest.no_content()
 
 
 @routes.post(SUB + "/expireMessages/{seconds}")
 async def expire_messages(request: web.Request) -> web.Response:
     """Acknowledge every message published more than `seconds` ago."""
-    seconds = http.path_int(request, "seconds")
+    seconds = rest.path_int(request, "seconds")
     cutoff_ms = int(time.time() * 1000) - seconds * 1000
     for subscription in await _subscriptions(request):
         cursor = subscription.cursor
@@ -145,45 +145,45 @@ async def expire_messages(request: web.Request) -> web.Response:
             lambda e: entry_info.entry_info(e.data).publish_time_ms <= cutoff_ms)
         if found is not None and found > cursor.mark_delete_position:
             await cursor.mark_delete(found)
-    return http.no_content()
+    return rest.no_content()
 
 
 @routes.post(SUB + "/resetcursor/{timestamp}")
 async def reset_cursor_to_time(request: web.Request) -> web.Response:
     """Redeliver from the first message published at or after timestamp (ms)."""
-    timestamp = http.path_int(request, "timestamp")
+    timestamp = rest.path_int(request, "timestamp")
     for subscription in await _subscriptions(request):
         found = await subscription.cursor.find_newest_matching(
             lambda e: entry_info.entry_info(e.data).publish_time_ms < timestamp)
         target = ml.EARLIEST if found is None else ml.Position(found.ledger_id, found.entry_id + 1)
         await subscription.reset_cursor(target)
-    return http.no_content()
+    return rest.no_content()
 
 
 @routes.post(SUB + "/resetcursor")
 async def reset_cursor_to_id(request: web.Request) -> web.Response:
-    body = await http.body_json(request)
+    body = await rest.body_json(request)
     position = position_from_json(body, ml.EARLIEST)
-    if http.query_flag(request, "isExcluded") and position not in (ml.EARLIEST, ml.LATEST):
+    if rest.query_flag(request, "isExcluded") and position not in (ml.EARLIEST, ml.LATEST):
         position = ml.Position(position.ledger_id, position.entry_id + 1)
-    name = http.topic_name(request)
-    service = http.service(request)
+    name = rest.topic_name(request)
+    service = rest.service(request)
     partition = int(body.get("partitionIndex", -1)) if isinstance(body, dict) else -1
     if partition >= 0 and await topic_access.partitions_of(service, name) > 0:
         name = name.partition(partition)
     await topic_access.refuse_partitioned(service, name, "Reset cursor by message id")
     topic = await topic_access.existing(service, name)
     await subscription_of(topic, request.match_info["subscription"]).reset_cursor(position)
-    return http.no_content()
+    return rest.no_content()
 
 
 @routes.get(SUB + "/position/{position}")
 async def peek_nth_message(request: web.Request) -> web.Response:
-    nth = http.path_int(request, "position")
+    nth = rest.path_int(request, "position")
     if nth <= 0:
         raise errors.PreconditionFailedError("Message position must be 1 or more")
-    name = http.topic_name(request)
-    service = http.service(request)
+    name = rest.topic_name(request)
+    service = rest.service(request)
     await topic_access.refuse_partitioned(service, name, "Peek messages")
     topic = await topic_access.existing(service, name)
     subscription = subscription_of(topic, request.match_info["subscription"])
@@ -194,8 +194,8 @@ async def peek_nth_message(request: web.Request) -> web.Response:
 @routes.get(TOPIC + "/ledger/{ledger}/entry/{entry}")
 async def get_message_by_id(request: web.Request) -> web.Response:
     """One entry by its position, in the same form as a peek."""
-    position = ml.Position(http.path_int(request, "ledger"), http.path_int(request, "entry"))
-    topic = await topic_access.existing(http.service(request), http.topic_name(request))
+    position = ml.Position(rest.path_int(request, "ledger"), rest.path_int(request, "entry"))
+    topic = await topic_access.existing(rest.service(request), rest.topic_name(request))
     last = topic.ledger.last_confirmed_entry
     if position.entry_id < 0 or position > last:
         raise errors.NotFoundError("Message not found")

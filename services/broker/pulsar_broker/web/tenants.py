@@ -8,21 +8,21 @@ from aiohttp import web
 from pulsar_common import naming
 
 from pulsar_broker import errors
-from pulsar_broker.web import http, namespaces
+from pulsar_broker.web import namespaces, rest
 
 routes = web.RouteTableDef()
 
 
 async def _tenant_info(request: web.Request) -> dict[str, Any]:
     """TenantInfo from the body; every allowed cluster must exist (412 otherwise)."""
-    body = await http.body_json(request, {})
+    body = await rest.body_json(request, {})
     if not isinstance(body, dict):
         raise errors.InvalidRequestError("Tenant info must be a JSON object")
     info = {
         "adminRoles": list(body.get("adminRoles") or []),
         "allowedClusters": list(body.get("allowedClusters") or []),
     }
-    known = set(await http.service(request).resources.list_clusters())
+    known = set(await rest.service(request).resources.list_clusters())
     missing = [c for c in info["allowedClusters"] if c not in known]
     if missing:
         raise errors.PreconditionFailedError(f"Clusters {missing} do not exist")
@@ -31,44 +31,44 @@ async def _tenant_info(request: web.Request) -> dict[str, Any]:
 
 @routes.get("/admin/v2/tenants")
 async def list_tenants(request: web.Request) -> web.Response:
-    return http.ok_json(await http.service(request).resources.list_tenants())
+    return rest.ok_json(await rest.service(request).resources.list_tenants())
 
 
 @routes.get("/admin/v2/tenants/{tenant}")
 async def get_tenant(request: web.Request) -> web.Response:
-    tenant = http.check_name(request.match_info["tenant"], "Tenant")
-    info = await http.service(request).resources.get_tenant(tenant)
-    return http.ok_json({"adminRoles": [], "allowedClusters": [], **info})
+    tenant = rest.check_name(request.match_info["tenant"], "Tenant")
+    info = await rest.service(request).resources.get_tenant(tenant)
+    return rest.ok_json({"adminRoles": [], "allowedClusters": [], **info})
 
 
 @routes.put("/admin/v2/tenants/{tenant}")
 async def create_tenant(request: web.Request) -> web.Response:
-    tenant = http.check_name(request.match_info["tenant"], "Tenant")
+    tenant = rest.check_name(request.match_info["tenant"], "Tenant")
     info = await _tenant_info(request)
-    await http.service(request).resources.create_tenant(tenant, info)
-    return http.no_content()
+    await rest.service(request).resources.create_tenant(tenant, info)
+    return rest.no_content()
 
 
 @routes.post("/admin/v2/tenants/{tenant}")
 async def update_tenant(request: web.Request) -> web.Response:
-    tenant = http.check_name(request.match_info["tenant"], "Tenant")
+    tenant = rest.check_name(request.match_info["tenant"], "Tenant")
     info = await _tenant_info(request)
-    await http.service(request).resources.update_tenant(tenant, info)
-    return http.no_content()
+    await rest.service(request).resources.update_tenant(tenant, info)
+    return rest.no_content()
 
 
 @routes.delete("/admin/v2/tenants/{tenant}")
 async def delete_tenant(request: web.Request) -> web.Response:
-    tenant = http.check_name(request.match_info["tenant"], "Tenant")
-    service = http.service(request)
+    tenant = rest.check_name(request.match_info["tenant"], "Tenant")
+    service = rest.service(request)
     resources = service.resources
     if not await resources.tenant_exists(tenant):
         raise errors.NotFoundError("Tenant does not exist")
-    if http.query_flag(request, "force"):
+    if rest.query_flag(request, "force"):
         for ns in await resources.list_namespaces(tenant):
             await namespaces.remove_namespace(service, naming.NamespaceName.parse(ns), force=True)
     # Apache answers 409 Conflict here (its RestException for a tenant with namespaces).
     if await resources.list_namespaces(tenant):
         raise errors.ConflictError("The tenant still has active namespaces")
     await resources.delete_tenant(tenant)
-    return http.no_content()
+    return rest.no_content()

@@ -8,11 +8,11 @@ from aiohttp import web
 
 from pulsar_broker import errors
 from pulsar_broker.topics import entry_info
-from pulsar_broker.web import http, rates, stats, topic_access
+from pulsar_broker.web import rates, rest, stats, topic_access
 
 routes = web.RouteTableDef()
 
-NS = "/admin/v2/" + http.DOMAINS + "/{tenant}/{namespace}"
+NS = "/admin/v2/" + rest.DOMAINS + "/{tenant}/{namespace}"
 TOPIC = NS + "/{topic}"
 
 
@@ -25,33 +25,33 @@ def _partition_count(body: Any) -> int:
     if isinstance(body, bool) or not isinstance(body, int):
         raise errors.InvalidRequestError("The body must be the number of partitions")
     if body <= 0:
-        raise http.NotAcceptableError("Number of partitions should be more than 0")
+        raise rest.NotAcceptableError("Number of partitions should be more than 0")
     return body
 
 
 @routes.get(NS)
 async def list_topics(request: web.Request) -> web.Response:
-    ns = http.namespace_name(request)
-    service = http.service(request)
+    ns = rest.namespace_name(request)
+    service = rest.service(request)
     await service.check_namespace(ns)
     if request.match_info["domain"] != "persistent":
-        return http.ok_json([])
-    return http.ok_json(await service.topics_of_namespace(ns, "PERSISTENT"))
+        return rest.ok_json([])
+    return rest.ok_json(await service.topics_of_namespace(ns, "PERSISTENT"))
 
 
 @routes.get(NS + "/partitioned")
 async def list_partitioned_topics(request: web.Request) -> web.Response:
-    ns = http.namespace_name(request)
-    service = http.service(request)
+    ns = rest.namespace_name(request)
+    service = rest.service(request)
     await service.check_namespace(ns)
     domain = request.match_info["domain"]
-    return http.ok_json(await service.resources.list_partitioned_topics(ns, domain))
+    return rest.ok_json(await service.resources.list_partitioned_topics(ns, domain))
 
 
 @routes.put(TOPIC)
 async def create_non_partitioned_topic(request: web.Request) -> web.Response:
-    name = http.topic_name(request)
-    service = http.service(request)
+    name = rest.topic_name(request)
+    service = rest.service(request)
     topic_access.check_persistent(name)
     await service.check_namespace(name.namespace_name)
     parent = name.partitioned_topic_name
@@ -59,23 +59,23 @@ async def create_non_partitioned_topic(request: web.Request) -> web.Response:
             or (parent != name and await service.resources.get_partitions(parent) > 0)):
         raise errors.ConflictError("This topic already exists")
     await topic_access.create(service, name)
-    return http.no_content()
+    return rest.no_content()
 
 
 @routes.delete(TOPIC)
 async def delete_topic(request: web.Request) -> web.Response:
-    name = http.topic_name(request)
-    service = http.service(request)
+    name = rest.topic_name(request)
+    service = rest.service(request)
     await topic_access.existing(service, name)
-    await service.delete_topic(name, force=http.query_flag(request, "force"))
-    return http.no_content()
+    await service.delete_topic(name, force=rest.query_flag(request, "force"))
+    return rest.no_content()
 
 
 @routes.put(TOPIC + "/partitions")
 async def create_partitioned_topic(request: web.Request) -> web.Response:
-    name = http.topic_name(request)
-    service = http.service(request)
-    count = _partition_count(await http.body_json(request))
+    name = rest.topic_name(request)
+    service = rest.service(request)
+    count = _partition_count(await rest.body_json(request))
     topic_access.check_persistent(name)
     if name.partition_index >= 0:
         raise errors.PreconditionFailedError(
@@ -87,14 +87,14 @@ async def create_partitioned_topic(request: web.Request) -> web.Response:
         await service.resources.create_partitioned_topic(name, count)
     except errors.ConflictError as exc:
         raise errors.ConflictError("This topic already exists") from exc
-    return http.no_content()
+    return rest.no_content()
 
 
 @routes.post(TOPIC + "/partitions")
 async def update_partitioned_topic(request: web.Request) -> web.Response:
-    name = http.topic_name(request)
-    service = http.service(request)
-    count = _partition_count(await http.body_json(request))
+    name = rest.topic_name(request)
+    service = rest.service(request)
+    count = _partition_count(await rest.body_json(request))
     current = await service.resources.get_partitions(name)
     if current == 0:
         raise errors.NotFoundError("Partitioned topic does not exist")
@@ -102,26 +102,26 @@ async def update_partitioned_topic(request: web.Request) -> web.Response:
         raise errors.ConflictError(
             "Number of new partitions must be greater than existing number of partitions")
     await service.resources.update_partitioned_topic(name, count)
-    return http.no_content()
+    return rest.no_content()
 
 
 @routes.get(TOPIC + "/partitions")
 async def get_partitioned_metadata(request: web.Request) -> web.Response:
     """Used by the clients' HTTP lookup too, with checkAllowAutoCreation=true."""
-    name = http.topic_name(request)
-    service = http.service(request)
-    auto_create = http.query_flag(request, "checkAllowAutoCreation")
+    name = rest.topic_name(request)
+    service = rest.service(request)
+    auto_create = rest.query_flag(request, "checkAllowAutoCreation")
     if not auto_create:
         await service.check_namespace(name.namespace_name)
     partitions = await service.partitioned_metadata(name, auto_create)
-    return http.ok_json({"partitions": partitions})
+    return rest.ok_json({"partitions": partitions})
 
 
 @routes.delete(TOPIC + "/partitions")
 async def delete_partitioned_topic(request: web.Request) -> web.Response:
-    name = http.topic_name(request)
-    service = http.service(request)
-    force = http.query_flag(request, "force")
+    name = rest.topic_name(request)
+    service = rest.service(request)
+    force = rest.query_flag(request, "force")
     count = await service.resources.get_partitions(name)
     if count == 0:
         raise errors.NotFoundError("Partitioned topic does not exist")
@@ -130,51 +130,51 @@ async def delete_partitioned_topic(request: web.Request) -> web.Response:
         if await service.topic_exists(partition):
             await service.delete_topic(partition, force=force)
     await service.resources.delete_partitioned_topic(name)
-    return http.no_content()
+    return rest.no_content()
 
 
 @routes.get(TOPIC + "/stats")
 async def topic_stats(request: web.Request) -> web.Response:
-    service = http.service(request)
-    topic = await topic_access.existing(service, http.topic_name(request))
-    return http.ok_json(stats.topic_stats(topic, request.app[rates.TRACKER_KEY], service.broker_id))
+    service = rest.service(request)
+    topic = await topic_access.existing(service, rest.topic_name(request))
+    return rest.ok_json(stats.topic_stats(topic, request.app[rates.TRACKER_KEY], service.broker_id))
 
 
 @routes.get(TOPIC + "/partitioned-stats")
 async def partitioned_stats(request: web.Request) -> web.Response:
-    name = http.topic_name(request)
-    service = http.service(request)
+    name = rest.topic_name(request)
+    service = rest.service(request)
     count = await service.resources.get_partitions(name)
     if count == 0:
         raise errors.NotFoundError("Partitioned Topic not found")
-    per_partition = http.query_flag(request, "perPartition", default=True)
+    per_partition = rest.query_flag(request, "perPartition", default=True)
     topics = await topic_access.fan_out(service, name)
     tracker = request.app[rates.TRACKER_KEY]
-    return http.ok_json(stats.partitioned_stats(count, topics, per_partition, tracker))
+    return rest.ok_json(stats.partitioned_stats(count, topics, per_partition, tracker))
 
 
 @routes.get(TOPIC + "/internalStats")
 async def internal_stats(request: web.Request) -> web.Response:
-    topic = await topic_access.existing(http.service(request), http.topic_name(request))
-    return http.ok_json(stats.internal_stats(topic))
+    topic = await topic_access.existing(rest.service(request), rest.topic_name(request))
+    return rest.ok_json(stats.internal_stats(topic))
 
 
 @routes.get(TOPIC + "/partitioned-internalStats")
 async def partitioned_internal_stats(request: web.Request) -> web.Response:
-    name = http.topic_name(request)
-    service = http.service(request)
+    name = rest.topic_name(request)
+    service = rest.service(request)
     count = await service.resources.get_partitions(name)
     if count == 0:
         raise errors.NotFoundError("Partitioned Topic not found")
     topics = await topic_access.fan_out(service, name)
-    return http.ok_json({"metadata": {"partitions": count},
+    return rest.ok_json({"metadata": {"partitions": count},
                          "partitions": {str(t.name): stats.internal_stats(t) for t in topics}})
 
 
 @routes.get(TOPIC + "/lastMessageId")
 async def last_message_id(request: web.Request) -> web.Response:
-    name = http.topic_name(request)
-    service = http.service(request)
+    name = rest.topic_name(request)
+    service = rest.service(request)
     await topic_access.refuse_partitioned(service, name, "Get the last message id")
     topic = await topic_access.existing(service, name)
     last = topic.ledger.last_confirmed_entry
@@ -185,37 +185,37 @@ async def last_message_id(request: web.Request) -> web.Response:
         metadata = entry_info.parse_metadata(entry.data)
         if metadata.HasField("num_messages_in_batch"):
             reply["batchIndex"] = metadata.num_messages_in_batch - 1
-    return http.ok_json(reply)
+    return rest.ok_json(reply)
 
 
 @routes.put(TOPIC + "/unload")
 async def unload_topic(request: web.Request) -> web.Response:
-    name = http.topic_name(request)
-    service = http.service(request)
+    name = rest.topic_name(request)
+    service = rest.service(request)
     for topic in await topic_access.fan_out(service, name):
         await service.unload_topic(topic.name)
-    return http.no_content()
+    return rest.no_content()
 
 
 @routes.post(TOPIC + "/terminate")
 async def terminate_topic(request: web.Request) -> web.Response:
-    name = http.topic_name(request)
-    service = http.service(request)
+    name = rest.topic_name(request)
+    service = rest.service(request)
     await topic_access.refuse_partitioned(service, name, "Termination")
     topic = await topic_access.existing(service, name)
     last = await topic.ledger.terminate()
-    return http.ok_json({"ledgerId": last.ledger_id, "entryId": last.entry_id,
+    return rest.ok_json({"ledgerId": last.ledger_id, "entryId": last.entry_id,
                          "partitionIndex": name.partition_index})
 
 
 @routes.get(TOPIC + "/compaction")
 async def compaction_status(request: web.Request) -> web.Response:
     """This broker never compacts topics, so compaction has never run."""
-    await topic_access.existing(http.service(request), http.topic_name(request))
-    return http.ok_json({"status": "NOT_RUN", "lastError": ""})
+    await topic_access.existing(rest.service(request), rest.topic_name(request))
+    return rest.ok_json({"status": "NOT_RUN", "lastError": ""})
 
 
 @routes.put(TOPIC + "/compaction")
 async def trigger_compaction(request: web.Request) -> web.Response:
-    await topic_access.existing(http.service(request), http.topic_name(request))
+    await topic_access.existing(rest.service(request), rest.topic_name(request))
     raise errors.NotAllowedError("Topic compaction is not supported by this broker")
