@@ -87,11 +87,11 @@ def manual_clock() -> clock.ManualClock:
 async def make_stack(
     tmp_path: pathlib.Path, manual_clock: clock.ManualClock
 ) -> AsyncIterator[StartStack]:
-    """Start a stack over tmp_path with config overrides; all are stopped at the end."""
+    """Start a stack over tmp_path (or root) with config overrides; all are stopped at the end."""
     started: list[Stack] = []
 
-    async def make(**overrides: Any) -> Stack:
-        stack = await start_stack(tmp_path, manual_clock, **overrides)
+    async def make(root: pathlib.Path | None = None, **overrides: Any) -> Stack:
+        stack = await start_stack(root or tmp_path, manual_clock, **overrides)
         started.append(stack)
         return stack
 
