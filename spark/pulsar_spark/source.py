@@ -1,0 +1,130 @@
+"""The `pulsar` data source for Spark 4's Python Data Source API: batch reads and the writer.
+
+Thin adapter: options are parsed by `options`, planning is `catalog`, entry
+reads go through `entries`, rows are built by `decode`. Filters on
+__publish_time and __partition are used for pruning and handed back to
+Spark, which still applies them exactly. Filter pushdown needs
+`spark.sql.python.filterPushdown.enabled=true` (set by `register`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import datasource as ds
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from pulsar_spark import catalog, counters, decode, entries, options, pushdown, schema
+
+#: Entries fetched from the bookies per read call of an input partition.
+ENTRIES_PER_READ = 1024
+
+_OPERATORS: dict[type, str] = {
+    ds.EqualTo: "=", ds.GreaterThan: ">", ds.GreaterThanOrEqual: ">=",
+    ds.LessThan: "<", ds.LessThanOrEqual: "<=", ds.In: "in",
+}
+
+
+class SegmentPartition(ds.InputPartition):
+    def __init__(self, planned: catalog.PlannedRead | None) -> None:
+        super().__init__(None)
+        self.planned = planned
+
+
+class PulsarDataSource(ds.DataSource):
+    """spark.read.format("pulsar").option("admin.url", ...).option("topic", ...).load()"""
+
+    @classmethod
+    def name(cls) -> str:
+        return "pulsar"
+
+    def __init__(self, options: dict[str, str]) -> None:  # Spark passes it by this name
+        super().__init__(options)
+        self._raw = dict(options)
+
+    def read_options(self) -> options.ReadOptions:
+        return options.parse_read_options(self._raw)
+
+    def schema(self) -> T.StructType:
+        opts = self.read_options()
+        return schema.dataframe_schema(opts.schema_type, opts.schema_definition)
+
+    def reader(self, schema: T.StructType) -> ds.DataSourceReader:  # names fixed by Spark
+        return PulsarBatchReader(self.read_options(), schema)
+
+    def writer(self, schema: T.StructType, overwrite: bool) -> ds.DataSourceWriter:
+        from pulsar_spark import writer
+
+        return writer.PulsarWriter(self._raw, schema)
+
+
+def _conditions(filters: Sequence[ds.Filter]) -> list[pushdown.Condition]:
+    found = []
+    for f in filters:
+        op = _OPERATORS.get(type(f))
+        attribute = getattr(f, "attribute", ())
+        if op is None or len(attribute) != 1:
+            continue
+        value = getattr(f, "value", None)
+        found.append((attribute[0], op, tuple(value) if op == "in" else value))
+    return found
+
+
+class PulsarBatchReader(ds.DataSourceReader):
+    def __init__(self, opts: options.ReadOptions, spark_schema: T.StructType) -> None:
+        self.opts = opts
+        self.spark_schema = spark_schema
+        self.conditions: list[pushdown.Condition] = []
+
+    def pushFilters(self, filters: list[ds.Filter]) -> Any:
+        # Pruning only narrows what is read; every filter is still Spark's to apply.
+        self.conditions = _conditions(filters)
+        return filters
+
+    def partitions(self) -> Sequence[ds.InputPartition]:
+        planner = catalog.Planner(self.opts)
+        try:
+            planned = planner.plan(self.conditions)
+        finally:
+            planner.close()
+        counters.record(self.opts.metrics_dir, counters.ReadCounters(
+            entries_probed=planner.entries_probed, partitions_planned=len(planned)))
+        if not planned:
+            return [SegmentPartition(None)]  # Spark wants at least one partition
+        return [SegmentPartition(p) for p in planned]
+
+    def read(self, partition: ds.InputPartition) -> Iterator[pa.RecordBatch]:
+        planned = getattr(partition, "planned", None)
+        if planned is None:
+            return iter(())
+        return read_segment(self.opts, self.spark_schema, planned)
+
+
+def read_segment(opts: options.ReadOptions, spark_schema: T.StructType,
+                 planned: catalog.PlannedRead) -> Iterator[pa.RecordBatch]:
+    """Record batches of one planned segment, read in chunks from the bookies."""
+    segment = planned.segment
+    decoder = decode.EntryDecoder(
+        to_arrow_schema(spark_schema, timezone="UTC"), opts.schema_type, opts.schema_definition,
+        segment.partition.topic, segment.partition.partition, opts.arrow_batch_rows)
+    decoder.time_range = (opts.starting_time_ms, opts.ending_time_ms)
+    source = entries.BookieEntrySource()
+    try:
+        yield from decoder.batches(_chunks(source, planned))
+    finally:
+        source.close()
+        counters.record(opts.metrics_dir, counters.ReadCounters(
+            entries_read=source.entries_read, bytes_read=source.bytes_read,
+            messages_decoded=decoder.messages_decoded))
+
+
+def _chunks(source: entries.EntrySource, planned: catalog.PlannedRead) \
+        -> Iterator[decode.StoredEntry]:
+    segment = planned.segment
+    for first in range(segment.first_entry_id, segment.last_entry_id + 1, ENTRIES_PER_READ):
+        last = min(first + ENTRIES_PER_READ - 1, segment.last_entry_id)
+        for offset, data in enumerate(source.read(planned.ledger, first, last)):
+            yield segment.ledger_id, first + offset, data
