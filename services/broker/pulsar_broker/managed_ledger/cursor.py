@@ -141,11 +141,20 @@ class ManagedCursorImpl:
 
     async def read_entries(self, max_entries: int, max_bytes: int | None = None) -> list[api.Entry]:
         self._check_open()
-        positions = self._next_positions(max_entries)
-        if not positions:
-            return []
         epoch = self._epoch
-        entries = await self._ledger.read_positions(positions, max_bytes)
+        for attempt in range(2):
+            positions = self._next_positions(max_entries)
+            if not positions:
+                return []
+            try:
+                entries = await self._ledger.read_positions(positions, max_bytes)
+                break
+            except errors.NonRecoverableLedgerError:
+                # A reader's ledgers may be trimmed under it (only durable cursors hold
+                # ledgers); then it moves on to what still exists, as Pulsar's readers do.
+                trimmed = any(not self._ledger.layout.exists(p) for p in positions)
+                if attempt or not trimmed:
+                    raise
         if entries and epoch == self._epoch:
             self._read_position = self._ledger.layout.next_position(entries[-1].position)
         return entries

@@ -105,6 +105,8 @@ class ManagedLedgerCore:
         self._metadata_lock = asyncio.Lock()
         self._entry_waiters: set[asyncio.Future[None]] = set()
         self._background: set[asyncio.Task[None]] = set()
+        #: Entries added by this instance since it was opened (Pulsar's entriesAddedCounter).
+        self.entries_added_counter = 0
 
     # -- read-only views -------------------------------------------------------
 
@@ -251,6 +253,7 @@ class ManagedLedgerCore:
             if op.position is not None:
                 self._current_entries += 1
                 self._current_size += len(op.data)
+                self.entries_added_counter += 1
                 self._last_confirmed = op.position
                 self._cache.insert(self._name, api.Entry(op.position, op.data))
                 added = True

@@ -111,3 +111,17 @@ def test_trimming_decision_table() -> None:
     for slowest, retention, expected in cases:
         doomed = trimming.ledgers_to_delete(ledgers, 3, slowest, retention, now_ms=1000)
         assert [info.ledger_id for info in doomed] == expected, (slowest, retention)
+
+
+async def test_a_reader_behind_trimmed_ledgers_moves_on_to_what_still_exists(
+    make_stack: Any,
+) -> None:
+    stack = await make_stack(max_entries_per_ledger=2)
+    ml = await stack.factory.open(NAME)
+    sub = await ml.open_cursor("sub", api.InitialPosition.EARLIEST)
+    reader = ml.new_non_durable_cursor(api.EARLIEST)
+    p = [await ml.add_entry(b"%d" % i) for i in range(6)]
+    await sub.mark_delete(p[3])
+    await ml.trim_consumed_ledgers()
+    assert [e.position for e in await reader.read_entries(10)] == p[4:]
+    assert reader.number_of_entries_in_backlog == 2
