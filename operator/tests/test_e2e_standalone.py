@@ -146,3 +146,18 @@ async def test_deleting_the_resources_deletes_namespace_and_tenant_in_pulsar(env
         return status == 200 and not body.get("items")
 
     await env.until(released, "Tenant gone from Kubernetes")
+
+
+async def test_cluster_metadata_initialisation_is_accepted_and_repeatable(env: Env) -> None:
+    from pulsar_operator import admin, cluster_reconcile, cluster_spec
+
+    body = yaml.safe_load((EXAMPLES / "pulsar-cluster.yaml").read_text())
+    body["metadata"]["namespace"] = "default"
+    calls = cluster_reconcile.metadata_calls(cluster_spec.parse(body))
+    async with admin.AdminClient(env.pulsar_url) as api:
+        await api.run(calls)
+        await api.run(calls)  # already there: 409s count as done
+    cluster = await env.pulsar("/admin/v2/clusters/pulsar-mini")
+    assert cluster is not None and cluster["serviceUrl"] == "http://pulsar-mini-broker.default.svc:8080"
+    assert await env.pulsar("/admin/v2/tenants/public") is not None
+    assert await env.pulsar("/admin/v2/namespaces/public/default") is not None
