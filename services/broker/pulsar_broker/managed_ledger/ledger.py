@@ -30,6 +30,11 @@ from pulsar_broker.managed_ledger.ledger_core import State
 
 log = logging.getLogger(__name__)
 
+#: A recovered ledger whose client does not know its length is measured by reading it, in
+#: chunks of this many entries, at most RECOVERED_SIZE_SCAN_MAX of them (then extrapolated).
+SIZE_SCAN_CHUNK = 500
+RECOVERED_SIZE_SCAN_MAX = 20_000
+
 
 class ManagedLedgerImpl(ledger_core.ManagedLedgerCore):
     """One managed ledger; create it with `ManagedLedgerFactoryImpl.open`."""
@@ -98,11 +103,12 @@ class ManagedLedgerImpl(ledger_core.ManagedLedgerCore):
             raise errors.NonRecoverableLedgerError(
                 f"{self._name}: cannot recover ledger {info.ledger_id}: {exc}"
             ) from exc
-        await handle.close()
         entries = handle.last_add_confirmed + 1
-        if entries == info.entries and handle.length == info.size:
+        size = handle.length if handle.length >= 0 else await _measure_size(handle, entries)
+        await handle.close()
+        if entries == info.entries and size == info.size:
             return info
-        return api.LedgerInfo(info.ledger_id, entries, handle.length, self.now_ms())
+        return api.LedgerInfo(info.ledger_id, entries, size, self.now_ms())
 
     async def _start_first_ledger(self, ledgers: list[api.LedgerInfo]) -> None:
         try:
@@ -300,3 +306,18 @@ class ManagedLedgerImpl(ledger_core.ManagedLedgerCore):
         positions = [c.mark_delete_position for c in self._cursors.values()]
         return min(positions) if positions else None
 
+
+
+async def _measure_size(handle: client_api.ReadHandle, entries: int) -> int:
+    """Bytes in a ledger's first `entries` entries (extrapolated past RECOVERED_SIZE_SCAN_MAX)."""
+    scanned = min(entries, RECOVERED_SIZE_SCAN_MAX)
+    size = 0
+    for first in range(0, scanned, SIZE_SCAN_CHUNK):
+        last = min(first + SIZE_SCAN_CHUNK, scanned) - 1
+        try:
+            size += sum(len(e.payload) for e in await handle.read(first, last))
+        except bookie_errors.BookieError as exc:
+            raise errors.NonRecoverableLedgerError(
+                f"cannot read ledger {handle.ledger_id} to measure it: {exc}"
+            ) from exc
+    return size if scanned == entries else size * entries // max(scanned, 1)
