@@ -100,7 +100,7 @@ async def test_managed_ledger_writes_and_recovers_through_three_bookies(
             assert resumed.mark_delete_position == written[1]
             remaining = [e.position for e in await resumed.read_entries(100)]
             assert remaining == [p for i, p in enumerate(written) if i not in (0, 1, 5)]
-            last = await second._client.get_ledger_metadata(last_ledger)  # noqa: SLF001
+            last = await second._client.get_ledger_metadata(last_ledger)
             assert last.is_closed and last.last_entry_id == 1
             tail = await again.add_entry(b"after takeover")
             assert tail.ledger_id == again.current_ledger_id > last_ledger
