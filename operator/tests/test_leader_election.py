@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import shutil
 import signal
 import socket
 from collections.abc import AsyncIterator
@@ -78,6 +79,7 @@ def operator(kubeconfig: Any, log: Any) -> emulation.OperatorProcess:
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not shutil.which(emulation.KUBECTL), reason="kubectl is not installed")
 async def test_a_standby_operator_takes_over_when_the_leader_is_killed(tmp_path: Any) -> None:
     async with emulation.running_emulator() as (_, url):
         kubeconfig = emulation.write_kubeconfig(tmp_path / "kubeconfig", url)
