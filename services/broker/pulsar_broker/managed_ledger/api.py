@@ -154,11 +154,13 @@ class ManagedLedger(Protocol):
     async def delete_cursor(self, name: str) -> None: ...
 
     @property
-    def cursors(self) -> Sequence[ManagedCursor]: ...
+    def cursors(self) -> Sequence[ManagedCursor]:
+        """The durable cursors (subscriptions); readers' non-durable cursors are not listed."""
 
     @property
     def last_confirmed_entry(self) -> Position:
-        """The newest entry written; (current ledger, -1) when it is empty."""
+        """The newest entry written (possibly in an earlier ledger than the current one);
+        (current ledger, -1) when the managed ledger has never held an entry."""
 
     @property
     def first_position(self) -> Position: ...
