@@ -215,6 +215,18 @@ async def test_a_function_mesh_function_becomes_instances_and_an_hpa(env: Env) -
     assert function["status"]["selector"].startswith("app.kubernetes.io/component=function")
 
 
+async def test_our_own_function_kind_is_reconciled_too(env: Env) -> None:
+    doc = example("function.yaml")
+    doc["apiVersion"] = "pulsar.pulsar-py.dev/v1alpha1"
+    doc["metadata"]["name"] = "shout"
+    doc["spec"].pop("maxReplicas")
+    doc["spec"]["replicas"] = 2
+    await env.apply(doc)
+    sts = await env.wait(f"{APPS}/shout-function", lambda o: True, "StatefulSet of our Function")
+    assert sts["spec"]["replicas"] == 2
+    assert sts["metadata"]["ownerReferences"][0]["apiVersion"] == "pulsar.pulsar-py.dev/v1alpha1"
+
+
 async def test_a_tenant_on_an_unreachable_cluster_reports_the_error(env: Env) -> None:
     await env.apply(example("tenant.yaml"))
     tenant = await env.wait(f"{GROUP_PATH}/tenants/acme", lambda o: cond(o, "Degraded").get("status") == "True",
