@@ -11,7 +11,7 @@ import asyncio
 import dataclasses
 from typing import Any, Protocol
 
-from pulsar_operator import diffing, naming
+from pulsar_operator import diffing, errors, naming
 from pulsar_operator.plan import ObjectRef
 
 APPLY_CONCURRENCY_MAX = 8
@@ -40,9 +40,15 @@ async def _apply_one(store: ObjectStore, obj: dict[str, Any], result: ApplyResul
     ref = ObjectRef.of(obj)
     live = await store.get(ref)
     if live is None:
-        await store.create(obj)
-        result.created.append(ref)
-        return
+        try:
+            await store.create(obj)
+            result.created.append(ref)
+            return
+        except errors.KubeApiError as exc:
+            # A concurrent reconcile (a timer next to a change handler) created it first.
+            live = await store.get(ref) if exc.status == 409 else None
+            if live is None:
+                raise
     patch = diffing.merge_patch(obj, live)
     if patch is None:
         result.unchanged.append(ref)

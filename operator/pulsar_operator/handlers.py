@@ -100,16 +100,20 @@ def register(registry: kopf.OperatorRegistry, runtime: Runtime, *, function_mesh
         _register_function(registry, runtime, interval, key)
 
 
+#: Seconds before kopf retries a failed change handler (its default is 60).
+RETRY_BACKOFF_S = 5.0
+
+
 def _changes(registry: kopf.OperatorRegistry, key: str, fn: Any, id: str) -> None:
     group, version, plural = KINDS[key]
     for decorator in (kopf.on.create, kopf.on.update, kopf.on.resume):
-        decorator(group, version, plural, registry=registry, id=id)(fn)
+        decorator(group, version, plural, registry=registry, id=id, backoff=RETRY_BACKOFF_S)(fn)
 
 
 def _timer(registry: kopf.OperatorRegistry, key: str, fn: Any, interval: float) -> None:
     group, version, plural = KINDS[key]
     kopf.timer(group, version, plural, registry=registry, id="resync", interval=interval,
-               initial_delay=interval)(fn)
+               initial_delay=interval, backoff=min(interval, RETRY_BACKOFF_S))(fn)
 
 
 def _register_cluster(registry: kopf.OperatorRegistry, runtime: Runtime, interval: float) -> None:

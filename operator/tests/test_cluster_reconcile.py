@@ -361,3 +361,28 @@ async def test_disabling_the_proxy_deletes_its_objects(example: Example) -> None
     result = await applier.apply(store, off.objects, off.deletions)
     assert {(r.kind, r.name) for r in result.deleted} == PROXY
     assert not any("proxy" in ref.name for ref in store.objects)
+
+
+async def test_a_create_that_lost_a_race_patches_the_winner(example: Example) -> None:
+    from pulsar_operator import errors
+
+    class RacingStore(MemoryStore):
+        """Another reconcile creates each object between our read and our create."""
+
+        async def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+            if ObjectRef.of(obj) not in self.objects:
+                other = copy.deepcopy(obj)
+                other["metadata"]["labels"] = {}
+                await super().create(other)
+                raise errors.KubeApiError("POST", "/x", 409, "AlreadyExists")
+            return await super().create(obj)
+
+        async def get(self, ref: ObjectRef) -> dict[str, Any] | None:
+            self.reads = getattr(self, "reads", 0) + 1
+            return None if self.reads == 1 else await super().get(ref)
+
+    store = RacingStore()
+    plan = cluster_reconcile.reconcile(cluster(example), {}, NOW)
+    result = await applier.apply(store, plan.objects[:1])
+    assert [r.name for r in result.patched] == ["pulsar-mini-etcd"]
+    assert store.objects[result.patched[0]]["metadata"]["labels"] == plan.objects[0]["metadata"]["labels"]
