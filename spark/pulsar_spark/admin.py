@@ -54,7 +54,8 @@ class AdminClient:
         return int(body.get("partitions", 0))
 
     def internal_stats(self, topic: str) -> dict[str, Any]:
-        stats = self.get_json(f"/admin/v2/{topic_path(topic)}/internalStats",
+        """Apache's `metadata=true` asks for each ledger's metadata too (brokers may ignore it)."""
+        stats = self.get_json(f"/admin/v2/{topic_path(topic)}/internalStats?metadata=true",
                               not_found=f"topic {topic} does not exist")
         if not isinstance(stats, dict):
             raise errors.AdminApiError(f"internalStats of {topic} is not an object")

@@ -1,0 +1,79 @@
+"""Topics as SQL tables: the naming scheme of `pulsar sql` and the Kubernetes job.
+
+Spark SQL has no catalog for Pulsar, so each topic becomes a temporary view.
+A topic persistent://public/default/my-topic can be written in a query as
+
+  public.default."my-topic"   public.default.`my-topic`   public.default.my_topic
+  `public/default/my-topic`   my_topic   (short name, topics of the first namespace only)
+
+The first three (Pulsar SQL's style) are rewritten to the view name before
+Spark parses the query; only names of existing topics of the given namespaces
+are rewritten. Only the topics a query mentions are registered, so a query
+costs one plan per topic it names, not one per topic of the namespace.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pulsar_spark import admin, catalog
+
+
+@dataclasses.dataclass(frozen=True)
+class Table:
+    topic: str
+    view: str
+    short: str | None
+
+    @property
+    def tenant_namespace_local(self) -> tuple[str, str, str]:
+        tenant, namespace, local = self.topic.partition("://")[2].split("/", 2)
+        return tenant, namespace, local
+
+
+def short_name(local: str) -> str:
+    return re.sub(r"[^0-9A-Za-z_]", "_", local)
+
+
+def tables_of(client: admin.AdminClient, namespaces: Sequence[str]) -> list[Table]:
+    tables, shorts = [], set()
+    for index, namespace in enumerate(namespaces):
+        for topic in catalog.namespace_tables(client, namespace):
+            local = topic.partition("://")[2].split("/", 2)[2]
+            short = short_name(local) if index == 0 and short_name(local) not in shorts else None
+            if short:
+                shorts.add(short)
+            tables.append(Table(topic, topic.partition("://")[2], short))
+    return tables
+
+
+def rewrite(query: str, tables: Sequence[Table]) -> tuple[str, list[Table]]:
+    """The query with Pulsar-style names turned into view names, and the tables it uses."""
+    used: list[Table] = []
+    for table in sorted(tables, key=lambda t: -len(t.topic)):
+        tenant, namespace, local = table.tenant_namespace_local
+        prefix = rf"(?<![\w.`]){re.escape(tenant)}\.{re.escape(namespace)}\."
+        names = [rf'"{re.escape(local)}"', rf"`{re.escape(local)}`"]
+        if short_name(local) == local:
+            names.append(rf"{re.escape(local)}(?![\w])")
+        pattern = re.compile(prefix + "(?:" + "|".join(names) + ")")
+        query, count = pattern.subn(f"`{table.view}`", query)
+        mentioned = count > 0 or f"`{table.view}`" in query or (
+            table.short is not None and re.search(rf"(?<![\w.`]){table.short}(?![\w])", query))
+        if mentioned:
+            used.append(table)
+    return query, used
+
+
+def register(spark: Any, tables: Sequence[Table], base_options: Mapping[str, str],
+             topic_options: Mapping[str, Mapping[str, str]]) -> None:
+    """A temporary view (and short alias) per table, reading with the given options."""
+    for table in tables:
+        options = {**base_options, **topic_options.get(table.topic, {}), "topic": table.topic}
+        df = spark.read.format("pulsar").options(**options).load()
+        df.createOrReplaceTempView(f"`{table.view}`")
+        if table.short:
+            df.createOrReplaceTempView(table.short)
