@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from pulsar_common.wire import entry as wire_entry
 from pulsar_spark import admin, entries, errors, locate, options, planning, pushdown
@@ -65,8 +66,12 @@ class Planner:
         self._source = source
         self.entries_probed = 0
 
-    def plan(self, conditions: Sequence[pushdown.Condition]) -> list[PlannedRead]:
+    def plan(self, conditions: Sequence[pushdown.Condition],
+             only: frozenset[str] | None = None) -> list[PlannedRead]:
+        """Input partitions of the scan; `only` limits it to the named topic partitions."""
         partitions = resolve_partitions(self.client, self.opts)
+        if only is not None:
+            partitions = [p for p in partitions if p.name in only]
         allowed = pushdown.allowed_partitions(conditions, [p.partition for p in partitions])
         partitions = planning.prune_partitions(partitions, allowed)
         layouts, stats = [], []
@@ -81,7 +86,7 @@ class Planner:
         pieces = planning.split(segments, self.opts.entries_per_partition)
         return [PlannedRead(s, locations[(s.partition, s.ledger_id)]) for s in pieces]
 
-    def _locations(self, segments: Sequence[planning.Segment], stats: list[dict]) \
+    def _locations(self, segments: Sequence[planning.Segment], stats: list[dict[str, Any]]) \
             -> dict[tuple[planning.TopicPartition, int], entries.LedgerLocation]:
         records: dict[int, bytes] = {}
         for stat in stats:

@@ -28,7 +28,7 @@ KNOWN_OPTIONS = frozenset({
     "service.url", "admin.url", "metadata.url", "topic", "topics", "topicspattern",
     "startingoffsets", "endingoffsets", "startingtime", "endingtime", "schema", "schema.type",
     "failondataloss", "entriesperpartition", "arrowbatchrows", "publishtime.tolerancems",
-    "metrics.dir", "path", "maxentriespertrigger",
+    "metrics.dir", "path",
     # write side
     "producer.name", "batching", "sendtimeoutms",
 })
@@ -64,7 +64,6 @@ class ReadOptions:
     arrow_batch_rows: int
     publish_time_tolerance_ms: int
     metrics_dir: str | None
-    max_entries_per_trigger: int | None
 
 
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
@@ -224,8 +223,6 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
     kind, definition = _schema(opts)
     starting = parse_offsets(opts.get("startingoffsets"), "startingOffsets", "earliest")
     ending = parse_offsets(opts.get("endingoffsets"), "endingOffsets", "latest")
-    if starting == "latest" and ending == "latest" and "startingoffsets" in opts:
-        pass  # an empty batch read, as with Kafka; allowed.
     return ReadOptions(
         admin_url=admin_url.rstrip("/"),
         service_url=opts.get("service.url"),
@@ -245,8 +242,6 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
         publish_time_tolerance_ms=_nonnegative(opts, "publishtime.tolerancems",
                                                PUBLISH_TIME_TOLERANCE_MS_DEFAULT),
         metrics_dir=opts.get("metrics.dir"),
-        max_entries_per_trigger=(_positive_int(opts, "maxentriespertrigger", 1)
-                                 if "maxentriespertrigger" in opts else None),
     )
 
 

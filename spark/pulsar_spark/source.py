@@ -55,6 +55,11 @@ class PulsarDataSource(ds.DataSource):
     def reader(self, schema: T.StructType) -> ds.DataSourceReader:  # names fixed by Spark
         return PulsarBatchReader(self.read_options(), schema)
 
+    def streamReader(self, schema: T.StructType) -> ds.DataSourceStreamReader:
+        from pulsar_spark import stream
+
+        return stream.PulsarStreamReader(self.read_options(), schema)
+
     def writer(self, schema: T.StructType, overwrite: bool) -> ds.DataSourceWriter:
         from pulsar_spark import writer
 
