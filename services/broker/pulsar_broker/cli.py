@@ -28,3 +28,36 @@ def add_standalone_arguments(parser: argparse.ArgumentParser) -> Callable[[Any],
         return standalone.main(args)
 
     return run
+
+
+def add_broker_arguments(parser: argparse.ArgumentParser) -> Callable[[Any], int]:
+    parser.add_argument("--config", "-c", help="broker.conf (Apache key names); "
+                        "metadataStoreUrl must name etcd")
+    parser.add_argument("--conf", action="append", metavar="KEY=VALUE",
+                        help="override one setting, e.g. --conf managedLedgerDefaultAckQuorum=2")
+    parser.add_argument("--log-level", default="info")
+
+    def run(args: Any) -> int:
+        _logging(args.log_level)
+        from pulsar_broker import cluster_broker
+        return cluster_broker.main(args)
+
+    return run
+
+
+def add_initialize_arguments(parser: argparse.ArgumentParser) -> Callable[[Any], int]:
+    parser.add_argument("--cluster", required=True)
+    parser.add_argument("--metadata-store", required=True, help="etcd:http://host:2379")
+    parser.add_argument("--web-service-url", required=True)
+    parser.add_argument("--broker-service-url", required=True)
+
+    def run(args: Any) -> int:
+        import asyncio
+
+        from pulsar_broker import cluster_broker
+        asyncio.run(cluster_broker.initialize_cluster_metadata(
+            args.metadata_store, args.cluster, args.web_service_url, args.broker_service_url))
+        print(f"cluster {args.cluster} initialized")
+        return 0
+
+    return run

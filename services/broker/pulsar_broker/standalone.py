@@ -66,10 +66,13 @@ async def initialize_cluster_metadata(res: resources.PulsarResources,
                                       conf: broker_config.BrokerConfig) -> None:
     """Create the standalone cluster, tenants and namespaces unless they exist."""
     host = conf.advertised_address
-    cluster = {
-        "serviceUrl": f"http://{host}:{conf.web_service_port}",
-        "brokerServiceUrl": f"pulsar://{host}:{conf.broker_service_port}",
-    }
+    await create_cluster_records(res, conf, f"http://{host}:{conf.web_service_port}",
+                                 f"pulsar://{host}:{conf.broker_service_port}")
+
+
+async def create_cluster_records(res: resources.PulsarResources, conf: broker_config.BrokerConfig,
+                                 web_service_url: str, broker_service_url: str) -> None:
+    cluster = {"serviceUrl": web_service_url, "brokerServiceUrl": broker_service_url}
     with contextlib.suppress(errors.ConflictError):
         await res.create_cluster(conf.cluster_name, cluster)
     for ns_text in STANDALONE_NAMESPACES:

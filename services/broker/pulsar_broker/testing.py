@@ -6,7 +6,7 @@ import os
 import pathlib
 import subprocess
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 from pulsar_common import testing
 
@@ -14,8 +14,10 @@ if TYPE_CHECKING:
     import pulsar
 
 
-class StandaloneProcess:
-    """A `pulsar standalone` child process; stop() or kill() it by pid."""
+class ServiceProcess:
+    """A `pulsar <command>` child process serving the binary and web ports."""
+
+    command: tuple[str, ...] = ()
 
     def __init__(self, data_dir: pathlib.Path, overrides: dict[str, str] | None = None,
                  log_path: pathlib.Path | None = None) -> None:
@@ -26,7 +28,6 @@ class StandaloneProcess:
         self.overrides = {
             "brokerServicePort": str(self.broker_port),
             "webServicePort": str(self.web_port),
-            "bookiePort": str(self.bookie_port),
             "advertisedAddress": "127.0.0.1",
             "bindAddress": "127.0.0.1",
             **(overrides or {}),
@@ -47,16 +48,19 @@ class StandaloneProcess:
         assert self.process is not None
         return self.process.pid
 
-    def start(self, timeout_s: float = 60.0) -> StandaloneProcess:
-        args = [sys.executable, "-m", "pulsar_common.cli.main", "standalone",
-                "--data-dir", str(self.data_dir)]
+    def arguments(self) -> list[str]:
+        args = [sys.executable, "-m", "pulsar_common.cli.main", *self.command]
         for key, value in self.overrides.items():
             args += ["--conf", f"{key}={value}"]
+        return args
+
+    def start(self, timeout_s: float = 60.0) -> Self:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")  # noqa: SIM115 - the child owns it until it exits
-        self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
+        self.process = subprocess.Popen(self.arguments(), stdout=log, stderr=subprocess.STDOUT,
                                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
         log.close()
-        testing.wait_until(self.ready, timeout_s, f"pulsar standalone (log {self.log_path})",
+        testing.wait_until(self.ready, timeout_s, f"{' '.join(self.command)} (log {self.log_path})",
                            self.process)
         return self
 
@@ -74,6 +78,39 @@ class StandaloneProcess:
     def kill(self) -> None:
         if self.process is not None:
             testing.kill_process(self.process)
+
+
+class StandaloneProcess(ServiceProcess):
+    """`pulsar standalone` with its data under data_dir."""
+
+    def __init__(self, data_dir: pathlib.Path, overrides: dict[str, str] | None = None,
+                 log_path: pathlib.Path | None = None) -> None:
+        super().__init__(data_dir, overrides, log_path)
+        self.overrides.setdefault("bookiePort", str(self.bookie_port))
+
+    @property
+    def command(self) -> tuple[str, ...]:  # type: ignore[override]
+        return ("standalone", "--data-dir", str(self.data_dir))
+
+
+class BrokerProcess(ServiceProcess):
+    """`pulsar broker` of a cluster whose metadata is at metadata_url (etcd)."""
+
+    command = ("broker",)
+
+    def __init__(self, data_dir: pathlib.Path, metadata_url: str,
+                 overrides: dict[str, str] | None = None) -> None:
+        super().__init__(data_dir, {"metadataStoreUrl": metadata_url,
+                                    "clusterName": "local", **(overrides or {})})
+
+
+def initialize_cluster_metadata(metadata_url: str, cluster: str, web_service_url: str,
+                                broker_service_url: str) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "pulsar_common.cli.main", "initialize-cluster-metadata",
+         "--cluster", cluster, "--metadata-store", metadata_url,
+         "--web-service-url", web_service_url, "--broker-service-url", broker_service_url],
+        check=True, capture_output=True)
 
 
 def receive_all(consumer: pulsar.Consumer, count: int, timeout_ms: int = 10_000,

@@ -14,6 +14,7 @@ from pulsar_common import naming
 
 from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
+from pulsar_broker.web import hooks
 from pulsar_broker.subscriptions.consumer import SubType
 from pulsar_broker.subscriptions.subscription import Subscription
 
@@ -41,6 +42,7 @@ class PersistentTopic:
         self.msg_in = 0
         self.bytes_in = 0
         self.closed = False
+        self._metric_name = str(name)
 
     def __str__(self) -> str:
         return str(self.name)
@@ -58,7 +60,9 @@ class PersistentTopic:
         self.producers.pop(producer.producer_id, None)
 
     async def publish(self, producer: Producer, data: bytes, num_messages: int) -> ml.Position:
+        started = time.perf_counter()
         position = await self.ledger.add_entry(data)
+        hooks.record_add_entry_latency(self._metric_name, time.perf_counter() - started)
         producer.msg_in += num_messages
         producer.bytes_in += len(data)
         self.msg_in += num_messages

@@ -17,7 +17,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "run a broker, a bookie and the metadata store in one process",
         "pulsar_broker.cli:add_standalone_arguments",
     ),
+    "broker": ("run a broker of a cluster (etcd metadata, remote bookies)",
+               "pulsar_broker.cli:add_broker_arguments"),
     "bookie": ("run a bookie (storage node)", "pulsar_bookie.cli:add_arguments"),
+    "initialize-cluster-metadata": (
+        "create a cluster's records (cluster, public/default) in the metadata store",
+        "pulsar_broker.cli:add_initialize_arguments",
+    ),
+    "local-cluster": (
+        "run etcd, bookies and brokers as local processes (a real cluster on one machine)",
+        "pulsar_broker.local_cluster:add_arguments",
+    ),
     "operator": ("run the Kubernetes operator", "pulsar_operator.cli:add_arguments"),
 }
 

@@ -1,0 +1,144 @@
+"""`pulsar broker`: a broker of a cluster, with metadata in etcd and ledgers on remote bookies.
+
+Ledgers are written through the replicated ledger client with the ensemble
+and quorums of managedLedgerDefaultEnsembleSize / WriteQuorum / AckQuorum, on
+bookies found through their registrations in the metadata store. On restart
+the topics' open ledgers are recovered (fenced, closed) and writing continues
+in new ledgers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import signal
+from typing import Any
+
+from aiohttp import web as aiohttp_web
+
+from pulsar_bookie.client.replicated import client as replicated
+from pulsar_bookie.client.replicated import placement
+from pulsar_bookie.net import client as bookie_net
+from pulsar_bookie.service import registration
+from pulsar_common import config as common_config
+from pulsar_common import errors as common_errors
+from pulsar_common.metadata import api as md
+from pulsar_common.metadata import factory as md_factory
+
+from pulsar_broker import config as broker_config
+from pulsar_broker import resources
+from pulsar_broker.managed_ledger import config as ml_config
+from pulsar_broker.managed_ledger import factory as ml_factory
+from pulsar_broker.server import connection
+from pulsar_broker.service.broker_service import BrokerService
+
+log = logging.getLogger(__name__)
+
+
+class RegisteredBookies(placement.BookieSource):
+    """Bookies as their registrations in the metadata store describe them."""
+
+    def __init__(self, store: md.MetadataStore) -> None:
+        self._store = store
+
+    async def bookies(self) -> list[placement.BookieInfo]:
+        return [placement.BookieInfo(b.bookie_id, b.rack, b.writable)
+                for b in await registration.list_bookies(self._store)]
+
+
+@dataclasses.dataclass(frozen=True)
+class BrokerSettings:
+    broker: broker_config.BrokerConfig
+    managed_ledger: ml_config.ManagedLedgerConfig
+
+
+def load_settings(config_path: str | None, overrides: dict[str, str]) -> BrokerSettings:
+    broker, managed = common_config.load_many(
+        [broker_config.BrokerConfig, ml_config.ManagedLedgerConfig], config_path, overrides)
+    if not broker.metadata_store_url:
+        raise common_errors.ConfigError("metadataStoreUrl is required for `pulsar broker`")
+    return BrokerSettings(broker, managed)
+
+
+class ClusterBroker:
+    def __init__(self, settings: BrokerSettings) -> None:
+        self.settings = settings
+        self.store: md.MetadataStore | None = None
+        self.pool: bookie_net.BookieClientPool | None = None
+        self.service: BrokerService | None = None
+        self.server: asyncio.Server | None = None
+        self.web_runner: aiohttp_web.AppRunner | None = None
+
+    async def start(self) -> None:
+        conf = self.settings.broker
+        self.store = await md_factory.create_store(conf.metadata_store_url)
+        self.pool = bookie_net.BookieClientPool()
+        ledger_client = replicated.ReplicatedLedgerClient(
+            self.store, self.pool, RegisteredBookies(self.store))
+        ledgers = ml_factory.ManagedLedgerFactoryImpl(
+            self.store, ledger_client, self.settings.managed_ledger)
+        self.service = BrokerService(conf, resources.PulsarResources(self.store), ledgers)
+        self.server = await connection.start_server(
+            self.service, conf.bind_address, conf.broker_service_port)
+        from pulsar_broker.web import app as web_app
+
+        self.web_runner = aiohttp_web.AppRunner(web_app.create_app(self.service), access_log=None)
+        await self.web_runner.setup()
+        await aiohttp_web.TCPSite(self.web_runner, conf.bind_address, conf.web_service_port,
+                                  reuse_address=True).start()
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            self.server.close()
+        if self.web_runner is not None:
+            await self.web_runner.cleanup()
+        if self.service is not None:
+            await self.service.close()
+        if self.pool is not None:
+            await self.pool.close()
+        if self.store is not None:
+            await self.store.close()
+
+
+async def initialize_cluster_metadata(metadata_url: str, cluster: str, web_service_url: str,
+                                      broker_service_url: str) -> None:
+    """What `pulsar initialize-cluster-metadata` does: the cluster record, tenant `public`
+    with namespace `public/default`, and `pulsar/system`. Existing records are kept."""
+    from pulsar_broker import standalone
+
+    store = await md_factory.create_store(metadata_url)
+    try:
+        res = resources.PulsarResources(store)
+        conf = broker_config.BrokerConfig(cluster_name=cluster)
+        await standalone.create_cluster_records(res, conf, web_service_url, broker_service_url)
+    finally:
+        await store.close()
+
+
+async def run(settings: BrokerSettings) -> None:
+    broker = ClusterBroker(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await broker.start()
+        assert broker.service is not None
+        print(f"pulsar broker: {broker.service.broker_service_url} "
+              f"{broker.service.web_service_url}", flush=True)
+        await stop.wait()
+    finally:
+        await broker.stop()
+
+
+def main(args: Any) -> int:
+    overrides = common_config.parse_overrides(args.conf or [])
+    settings = load_settings(args.config, overrides)
+    try:
+        import uvloop
+        uvloop.install()
+    except ImportError:
+        pass
+    asyncio.run(run(settings))
+    return 0
