@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "run etcd, bookies and brokers as local processes (a real cluster on one machine)",
         "pulsar_broker.local_cluster:add_arguments",
     ),
+    "sql": ("run Spark SQL over the topics of a namespace", "pulsar_spark.cli:add_arguments"),
     "operator": ("run the Kubernetes operator", "pulsar_operator.cli:add_arguments"),
 }
 
