@@ -78,7 +78,8 @@ class ClusterBroker:
             self.store, self.pool, RegisteredBookies(self.store))
         ledgers = ml_factory.ManagedLedgerFactoryImpl(
             self.store, ledger_client, self.settings.managed_ledger)
-        self.service = BrokerService(conf, resources.PulsarResources(self.store), ledgers)
+        self.service = BrokerService(conf, resources.PulsarResources(self.store), ledgers,
+                                     ledger_client)
         self.server = await connection.start_server(
             self.service, conf.bind_address, conf.broker_service_port)
         from pulsar_broker.web import app as web_app

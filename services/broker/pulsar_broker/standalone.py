@@ -118,7 +118,7 @@ class Standalone:
             self.store, self.ledger_client, self.settings.managed_ledger)
         res = resources.PulsarResources(self.store)
         await initialize_cluster_metadata(res, conf)
-        self.service = BrokerService(conf, res, ledgers)
+        self.service = BrokerService(conf, res, ledgers, self.ledger_client)
         self.server = await connection.start_server(
             self.service, conf.bind_address, conf.broker_service_port)
         await self._start_web()

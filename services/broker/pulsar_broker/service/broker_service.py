@@ -11,6 +11,7 @@ import logging
 import re
 from typing import Any
 
+from pulsar_bookie.client import api as client_api
 from pulsar_common import naming
 
 from pulsar_broker import config as broker_config
@@ -27,8 +28,11 @@ class BrokerService:
         config: broker_config.BrokerConfig,
         pulsar_resources: resources.PulsarResources,
         ledger_factory: ml.ManagedLedgerFactory,
+        ledger_client: client_api.LedgerClient | None = None,
     ) -> None:
         self.config = config
+        #: Used to show ledger metadata (internalStats?metadata=true) to readers such as Spark.
+        self.ledger_client = ledger_client
         self.resources = pulsar_resources
         self.ledger_factory = ledger_factory
         self._topics: dict[str, asyncio.Future[PersistentTopic]] = {}

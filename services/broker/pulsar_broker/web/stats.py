@@ -8,8 +8,11 @@ listed together, subscriptions merged by name, plus `metadata.partitions`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
+
+from pulsar_bookie.client import ledger_metadata
 
 from pulsar_broker.topics.persistent_topic import PersistentTopic
 from pulsar_broker.web import rates
@@ -113,3 +116,19 @@ def partitioned_stats(partitions: int, topics: list[PersistentTopic], per_partit
     total["metadata"] = {"partitions": partitions}
     total["partitions"] = each if per_partition else {}
     return total
+
+
+async def add_ledger_metadata(service: Any, result: dict[str, Any]) -> None:
+    """Apache's `internalStats?metadata=true`: each ledger's metadata as a JSON string
+    (ensembles, quorums, state), without the ledger password."""
+    client = getattr(service, "ledger_client", None)
+    if client is None:
+        return
+    for item in result.get("ledgers", []):
+        try:
+            metadata = await client.get_ledger_metadata(item["ledgerId"])
+        except Exception:  # noqa: BLE001 - a ledger deleted meanwhile simply has none
+            continue
+        record = json.loads(ledger_metadata.to_json(metadata))
+        record.pop("password", None)
+        item["metadata"] = json.dumps(record, sort_keys=True)

@@ -155,8 +155,12 @@ async def partitioned_stats(request: web.Request) -> web.Response:
 
 @routes.get(TOPIC + "/internalStats")
 async def internal_stats(request: web.Request) -> web.Response:
-    topic = await topic_access.existing(rest.service(request), rest.topic_name(request))
-    return rest.ok_json(stats.internal_stats(topic))
+    service = rest.service(request)
+    topic = await topic_access.existing(service, rest.topic_name(request))
+    result = stats.internal_stats(topic)
+    if rest.query_flag(request, "metadata", default=False):
+        await stats.add_ledger_metadata(service, result)
+    return rest.ok_json(result)
 
 
 @routes.get(TOPIC + "/partitioned-internalStats")
