@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from pulsar_common.wire import entry as wire_entry
-from pulsar_spark import admin, entries, errors, locate, options, planning, pushdown
+
+from pulsar_spark import admin, entries, locate, options, planning, pushdown
 
 _PARTITION_SUFFIX = re.compile(r"^(.*)-partition-(\d+)$")
 

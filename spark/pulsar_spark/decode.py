@@ -19,10 +19,10 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.json as pa_json
-
 from pulsar_common.wire import compression, entry
 from pulsar_common.wire import errors as wire_errors
 from pulsar_common.wire import pulsar_api_pb2 as pb
+
 from pulsar_spark import errors
 
 #: An entry as read from storage: (ledger id, entry id, stored bytes).
@@ -46,7 +46,7 @@ class PayloadDecoder:
         if schema_type == "avro":
             import fastavro
 
-            self._avro = fastavro.parse_schema(definition)
+            self._avro = fastavro.parse_schema(definition or {})
         if schema_type == "json" and definition is not None:
             self._millis = {f["name"] for f in definition.get("fields", [])
                             if _logical(f.get("type")) == "timestamp-millis"}
@@ -109,7 +109,7 @@ class PayloadDecoder:
                     if isinstance(value.get(name), int):
                         value[name] = value[name] * 1000  # Arrow columns hold microseconds
         if not isinstance(value, dict):
-            raise ValueError(f"payload is a {type(value).__name__}, not a record")
+            raise ValueError(f"payload is a {type(value).__name__}, not a record")  # noqa: TRY004
         return value
 
 

@@ -21,6 +21,7 @@ from pulsar_bookie.client import ledger_metadata
 from pulsar_bookie.client.replicated import reader as replicated_reader
 from pulsar_bookie.client.replicated import settings as replicated_settings
 from pulsar_bookie.net import client as net_client
+
 from pulsar_spark import errors
 
 #: Entry reads one read call keeps in flight (over all bookies of the ledger).

@@ -39,14 +39,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     spark = SparkSession.builder.appName("pulsar-sql-job").getOrCreate()
     pulsar_spark.register(spark)
     conf = spark.conf
-    base = {
-        "admin.url": args.admin_url or conf.get("spark.pulsar.admin.url", "http://localhost:8080"),
-        "service.url": args.service_url or conf.get("spark.pulsar.service.url",
-                                                    "pulsar://localhost:6650"),
+    base: dict[str, str] = {
+        "admin.url": str(args.admin_url or conf.get("spark.pulsar.admin.url",
+                                                    "http://localhost:8080")),
+        "service.url": str(args.service_url or conf.get("spark.pulsar.service.url",
+                                                        "pulsar://localhost:6650")),
     }
     metadata_url = args.metadata_url or conf.get("spark.pulsar.metadata.url", None)
     if metadata_url:
-        base["metadata.url"] = metadata_url
+        base["metadata.url"] = str(metadata_url)
     for item in args.option:
         key, _, value = item.partition("=")
         base[key] = value

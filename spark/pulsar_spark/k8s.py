@@ -81,7 +81,7 @@ def render(job: JobSpec) -> dict[str, Any]:
     """The manifest as a dict."""
     # Names and numbers go through the template; free text (query, URLs, image) is set
     # afterwards so the YAML dumper quotes it.
-    manifest = yaml.safe_load(TEMPLATE.substitute(
+    manifest: dict[str, Any] = yaml.safe_load(TEMPLATE.substitute(
         name=_k8s_name(job.name), namespace=_k8s_name(job.k8s_namespace),
         driver_cores=int(job.driver_cores), executor_instances=int(job.executor_instances),
         executor_cores=int(job.executor_cores)))
@@ -106,4 +106,4 @@ def render(job: JobSpec) -> dict[str, Any]:
 
 
 def render_yaml(job: JobSpec) -> str:
-    return yaml.safe_dump(render(job), sort_keys=False, default_flow_style=False)
+    return str(yaml.safe_dump(render(job), sort_keys=False, default_flow_style=False))

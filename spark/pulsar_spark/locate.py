@@ -16,6 +16,7 @@ from typing import Any
 
 from pulsar_bookie.client import ledger_metadata
 from pulsar_common.metadata import factory as metadata_factory
+
 from pulsar_spark import errors
 
 

@@ -48,8 +48,7 @@ def write_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], out: Text
     out.write(rule + "\n")
     out.write("| " + " | ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)) + " |\n")
     out.write(rule + "\n")
-    for row in cells:
-        out.write("| " + " | ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) + " |\n")
+    out.writelines("| " + " | ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) + " |\n" for row in cells)
     out.write(rule + "\n")
 
 
@@ -58,11 +57,16 @@ def write_csv(columns: Sequence[str], rows: Iterable[Sequence[Any]], out: TextIO
     writer.writerow(columns)
     count = 0
     for row in rows:
-        writer.writerow(["" if v is None else (lambda p: p if isinstance(p, str) else json.dumps(p)
-                                               if isinstance(p, dict | list) else p)(_plain(v))
-                         for v in row])
+        writer.writerow([_csv_cell(v) for v in row])
         count += 1
     return count
+
+
+def _csv_cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    plain = _plain(value)
+    return json.dumps(plain) if isinstance(plain, dict | list) else plain
 
 
 def write_json(columns: Sequence[str], rows: Iterable[Sequence[Any]], out: TextIO) -> int:

@@ -50,7 +50,7 @@ def to_epoch_ms(value: Any) -> int | None:
     """Spark hands timestamps over as datetimes (naive ones are in UTC)."""
     if isinstance(value, datetime.datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=datetime.timezone.utc)
+            value = value.replace(tzinfo=datetime.UTC)
         return int(value.timestamp() * 1000)
     if isinstance(value, int | float):
         return int(value)

@@ -70,11 +70,11 @@ def _conditions(filters: Sequence[ds.Filter]) -> list[pushdown.Condition]:
     found = []
     for f in filters:
         op = _OPERATORS.get(type(f))
-        attribute = getattr(f, "attribute", ())
+        attribute: tuple[Any, ...] = tuple(getattr(f, "attribute", ()))
         if op is None or len(attribute) != 1:
             continue
-        value = getattr(f, "value", None)
-        found.append((attribute[0], op, tuple(value) if op == "in" else value))
+        value: Any = getattr(f, "value", None)
+        found.append((str(attribute[0]), op, tuple(value) if op == "in" else value))
     return found
 
 

@@ -87,7 +87,7 @@ class PulsarWriter(ds.DataSourceWriter):
             return lambda row: json.dumps({n: _jsonable(row[n]) for n in fields}).encode()
         import fastavro
 
-        parsed = fastavro.parse_schema(self.definition)
+        parsed = fastavro.parse_schema(self.definition or {})
 
         def avro(row: Any) -> bytes:
             out = io.BytesIO()

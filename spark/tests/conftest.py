@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-
 from pulsar_broker import testing as broker_testing
 from pulsar_common import etcd_server
 
@@ -57,9 +56,8 @@ def standalone(tmp_path_factory: pytest.TempPathFactory,
 def spark() -> Iterator[Any]:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
     import pulsar_spark
+    from pyspark.sql import SparkSession
 
     session = (SparkSession.builder.master("local[2]").appName("pulsar-spark-tests")
                .config("spark.ui.enabled", "false")

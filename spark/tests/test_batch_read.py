@@ -46,7 +46,7 @@ def test_full_scan_returns_every_message_with_its_metadata(spark, options_for, c
         assert row["__event_time"] == datetime.datetime(2023, 11, 14, 22, 13, 20) + \
             datetime.timedelta(milliseconds=i)
         assert row["__publish_time"] is not None
-        ledger, entry, partition, index = row["__message_id"].split(":")
+        _ledger, _entry, partition, index = row["__message_id"].split(":")
         assert partition == "-1" and int(index) >= 0
     # Sequence ids are the producer's, one per message, in order.
     assert [r["__sequence_id"] for r in rows] == list(range(23))

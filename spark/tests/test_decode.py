@@ -9,7 +9,6 @@ import struct
 import fastavro
 import pyarrow as pa
 import pytest
-
 from pulsar_common.wire import pulsar_api_pb2 as pb
 from pulsar_spark import decode, errors
 

@@ -11,7 +11,6 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-
 from pulsar_spark import cli, k8s
 
 CRD = pathlib.Path(__file__).parent / "data" / "sparkapplication-crd-v1beta2.yaml"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from pulsar_spark import errors, options, planning, pushdown
 
 P = planning.TopicPartition("persistent://public/default/t", -1)

@@ -26,7 +26,7 @@ def test_publish_time_filter_returns_the_subset_and_reads_fewer_entries(
     for i in range(6):
         producer.send(f"late-{i}".encode())
     producer.close()
-    cut = datetime.datetime.fromtimestamp(cut_ms / 1000, datetime.timezone.utc).replace(tzinfo=None)
+    cut = datetime.datetime.fromtimestamp(cut_ms / 1000, datetime.UTC).replace(tzinfo=None)
 
     full_dir, pruned_dir = tmp_path / "full", tmp_path / "pruned"
     full = spark.read.format("pulsar").options(**options_for(

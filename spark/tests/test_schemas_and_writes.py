@@ -9,7 +9,6 @@ import json
 from contextlib import redirect_stdout
 
 from pulsar.schema import AvroSchema, Double, Integer, Record, String
-
 from pulsar_spark import cli
 
 
