@@ -92,3 +92,14 @@ def test_compressed_batches_are_unpacked(spark, options_for, client, topic, comp
     df = spark.read.format("pulsar").options(**options_for(
         topic=topic, **{"schema.type": "string"})).load()
     assert sorted(r.value for r in df.collect()) == sorted(f"value-{i}" * 4 for i in range(40))
+
+
+def test_topics_pattern_reads_every_matching_topic(spark, options_for, client, topic):
+    for suffix in ("a", "b"):
+        producer = client.create_producer(f"{topic}-{suffix}")
+        producer.send(suffix.encode())
+        producer.close()
+    df = spark.read.format("pulsar").options(**options_for(
+        topicsPattern=f"{topic}-.*", **{"schema.type": "string"})).load()
+    assert sorted((r["__topic"], r.value) for r in df.collect()) == \
+        [(f"{topic}-a", "a"), (f"{topic}-b", "b")]
