@@ -96,6 +96,9 @@ class Planner:
         if missing and self.opts.metadata_url:
             records.update(locate.from_store(self.opts.metadata_url, missing))
         missing = {s.ledger_id for s in segments} - set(records)
+        if missing and self.opts.standalone_bookie:
+            records.update(locate.on_standalone_bookie(self.opts.standalone_bookie, missing))
+        missing = {s.ledger_id for s in segments} - set(records)
         if missing:
             raise locate.missing_metadata_error(missing)
         ends: dict[tuple[planning.TopicPartition, int], int] = {}

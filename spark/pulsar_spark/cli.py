@@ -28,6 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespa
                         help="broker service URL (default %(default)s)")
     parser.add_argument("--metadata-url", help="metadata store holding ledger metadata "
                         "(etcd:http://host:2379), needed when the broker does not report it")
+    parser.add_argument("--standalone-bookie", metavar="HOST:PORT",
+                        help="for a `pulsar standalone` with its embedded metadata store: its "
+                        "bookie (bookiePort, 3181 by default), which holds every ledger")
     parser.add_argument("--namespace", action="append", dest="namespaces",
                         help="tenant/namespace whose topics are tables (repeatable; "
                         "default public/default; short names are for the first one)")
@@ -124,6 +127,8 @@ def _run(args: argparse.Namespace) -> int:
     base.update({"admin.url": args.admin_url, "service.url": args.service_url})
     if args.metadata_url:
         base["metadata.url"] = args.metadata_url
+    if args.standalone_bookie:
+        base["standalone.bookie"] = args.standalone_bookie
     query, used = tables.rewrite(args.query, known)
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     return execute(query, used, base, per_topic, args, progress)

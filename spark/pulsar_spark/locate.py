@@ -1,10 +1,11 @@
 """Finding each ledger's metadata (its bookies) for the planner.
 
-Two sources, tried in order: a `metadata` object the broker may include per
-ledger in internalStats (Apache does with `?metadata=true`), and the metadata
+Three sources, tried in order: a `metadata` object the broker may include per
+ledger in internalStats (Apache does with `?metadata=true`); the metadata
 store itself when the `metadata.url` option names it (`etcd:http://host:2379`;
-clusters keep ledger records under /ledgers/<id>). An embedded RocksDB store
-belongs to its standalone process and cannot be opened from Spark.
+clusters keep ledger records under /ledgers/<id>); and, for `pulsar
+standalone` (whose embedded RocksDB store belongs to its process), the
+`standalone.bookie` option: standalone keeps every ledger on its one bookie.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from pulsar_bookie import types as bookie_types
+from pulsar_bookie.client import api as bookie_api
 from pulsar_bookie.client import ledger_metadata
 from pulsar_common.metadata import factory as metadata_factory
 
@@ -58,8 +61,31 @@ async def _read_all(metadata_url: str, ledger_ids: list[int]) -> dict[int, bytes
         await store.close()
 
 
+def on_standalone_bookie(bookie: str, ledger_ids: Iterable[int]) -> dict[int, bytes]:
+    """Metadata of ledgers of a `pulsar standalone`: its one bookie holds every entry.
+
+    Standalone writes every ledger with ensemble = write quorum = ack quorum = 1 on
+    its embedded bookie and an empty password; the readable end comes from the
+    broker, so the record only has to say where the entries are.
+    """
+    host, sep, port = bookie.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise errors.OptionError(f"option standalone.bookie={bookie!r} is not host:port")
+    found = {}
+    for ledger_id in ledger_ids:
+        found[ledger_id] = ledger_metadata.to_json(bookie_api.LedgerMetadata(
+            ledger_id=bookie_types.LedgerId(ledger_id), ensemble_size=1, write_quorum_size=1,
+            ack_quorum_size=1, state=bookie_api.LedgerState.OPEN,
+            last_entry_id=bookie_types.INVALID_ENTRY_ID, length=0,
+            ensembles=(bookie_api.Fragment(bookie_types.EntryId(0),
+                                           (bookie_types.BookieId(bookie),)),),
+            ctime_ms=0))
+    return found
+
+
 def missing_metadata_error(ledger_ids: Iterable[int]) -> errors.LedgerMetadataError:
     return errors.LedgerMetadataError(
         f"no metadata for ledgers {sorted(ledger_ids)}: the broker's internalStats does not "
         "include ledger metadata, so give option metadata.url (the cluster's metadata store, "
-        "e.g. etcd:http://127.0.0.1:2379) to find the bookies that hold them")
+        "e.g. etcd:http://127.0.0.1:2379) or, for a `pulsar standalone`, option "
+        "standalone.bookie (its bookie, host:bookiePort, 3181 by default)")

@@ -25,7 +25,7 @@ PUBLISH_TIME_TOLERANCE_MS_DEFAULT = 60_000
 SCHEMA_TYPES = ("bytes", "string", "json", "avro")
 
 KNOWN_OPTIONS = frozenset({
-    "service.url", "admin.url", "metadata.url", "topic", "topics", "topicspattern",
+    "service.url", "admin.url", "metadata.url", "standalone.bookie", "topic", "topics", "topicspattern",
     "startingoffsets", "endingoffsets", "startingtime", "endingtime", "schema", "schema.type",
     "failondataloss", "entriesperpartition", "arrowbatchrows", "publishtime.tolerancems",
     "metrics.dir", "path",
@@ -51,6 +51,7 @@ class ReadOptions:
     admin_url: str
     service_url: str | None
     metadata_url: str | None
+    standalone_bookie: str | None
     topics: tuple[str, ...]
     topics_pattern: str | None
     starting: Offsets
@@ -227,6 +228,7 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
         admin_url=admin_url.rstrip("/"),
         service_url=opts.get("service.url"),
         metadata_url=opts.get("metadata.url"),
+        standalone_bookie=opts.get("standalone.bookie"),
         topics=topics,
         topics_pattern=pattern,
         starting=starting,

@@ -103,3 +103,15 @@ def test_topics_pattern_reads_every_matching_topic(spark, options_for, client, t
         topicsPattern=f"{topic}-.*", **{"schema.type": "string"})).load()
     assert sorted((r["__topic"], r.value) for r in df.collect()) == \
         [(f"{topic}-a", "a"), (f"{topic}-b", "b")]
+
+
+def test_standalone_bookie_option_reads_without_the_metadata_store(spark, standalone, client,
+                                                                  topic):
+    producer = client.create_producer(topic, batching_enabled=False)
+    for i in range(7):  # more than one ledger (5 entries per ledger in these tests)
+        producer.send(f"m{i}".encode())
+    producer.close()
+    options = {"admin.url": standalone.web_url, "topic": topic, "schema.type": "string",
+               "standalone.bookie": f"127.0.0.1:{standalone.bookie_port}"}
+    df = spark.read.format("pulsar").options(**options).load()
+    assert sorted(r.value for r in df.collect()) == [f"m{i}" for i in range(7)]
