@@ -85,8 +85,13 @@ def test_metrics_are_prometheus_text_per_topic(http: Http, client: pulsar.Client
     assert types["pulsar_in_messages"] == "counter"
     assert types["pulsar_msg_backlog"] == "gauge"
     labels = next(s.labels for family in families for s in family.samples
-                  if s.labels.get("topic") == topic)
+                  if s.name == "pulsar_in_messages_total" and s.labels.get("topic") == topic)
     assert labels == {"cluster": "standalone", "namespace": "public/default", "topic": topic}
+    # Every publish was timed by the broker's add-entry latency histogram.
+    latency_counts = [s.value for family in families for s in family.samples
+                      if s.name.startswith("pulsar_storage_write_latency") and s.name.endswith("_count")
+                      and s.labels.get("topic") == topic]
+    assert latency_counts == [4]
     producer.close()
     consumer.close()
 
