@@ -12,10 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import signal
 from typing import Any
-
-from aiohttp import web as aiohttp_web
 
 from pulsar_bookie.client.replicated import client as replicated
 from pulsar_bookie.client.replicated import placement
@@ -27,10 +24,9 @@ from pulsar_common.metadata import api as md
 from pulsar_common.metadata import factory as md_factory
 
 from pulsar_broker import config as broker_config
-from pulsar_broker import resources
+from pulsar_broker import listeners, resources
 from pulsar_broker.managed_ledger import config as ml_config
 from pulsar_broker.managed_ledger import factory as ml_factory
-from pulsar_broker.server import connection
 from pulsar_broker.service.broker_service import BrokerService
 
 log = logging.getLogger(__name__)
@@ -67,8 +63,7 @@ class ClusterBroker:
         self.store: md.MetadataStore | None = None
         self.pool: bookie_net.BookieClientPool | None = None
         self.service: BrokerService | None = None
-        self.server: asyncio.Server | None = None
-        self.web_runner: aiohttp_web.AppRunner | None = None
+        self.listeners: listeners.BrokerListeners | None = None
 
     async def start(self) -> None:
         conf = self.settings.broker
@@ -80,22 +75,12 @@ class ClusterBroker:
             self.store, ledger_client, self.settings.managed_ledger)
         self.service = BrokerService(conf, resources.PulsarResources(self.store), ledgers,
                                      ledger_client)
-        self.server = await connection.start_server(
-            self.service, conf.bind_address, conf.broker_service_port)
-        from pulsar_broker.web import app as web_app
-
-        self.web_runner = aiohttp_web.AppRunner(web_app.create_app(self.service), access_log=None)
-        await self.web_runner.setup()
-        await aiohttp_web.TCPSite(self.web_runner, conf.bind_address, conf.web_service_port,
-                                  reuse_address=True).start()
+        self.listeners = listeners.BrokerListeners(self.service)
+        await self.listeners.start()
 
     async def stop(self) -> None:
-        if self.server is not None:
-            self.server.close()
-        if self.web_runner is not None:
-            await self.web_runner.cleanup()
-        if self.service is not None:
-            await self.service.close()
+        if self.listeners is not None:
+            await self.listeners.stop()
         if self.pool is not None:
             await self.pool.close()
         if self.store is not None:
@@ -119,18 +104,13 @@ async def initialize_cluster_metadata(metadata_url: str, cluster: str, web_servi
 
 async def run(settings: BrokerSettings) -> None:
     broker = ClusterBroker(settings)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    try:
+
+    async def start() -> str:
         await broker.start()
         assert broker.service is not None
-        print(f"pulsar broker: {broker.service.broker_service_url} "
-              f"{broker.service.web_service_url}", flush=True)
-        await stop.wait()
-    finally:
-        await broker.stop()
+        return f"pulsar broker: {broker.service.broker_service_url} {broker.service.web_service_url}"
+
+    await listeners.run_until_signalled(start, broker.stop)
 
 
 def main(args: Any) -> int:

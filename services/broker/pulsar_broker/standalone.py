@@ -13,10 +13,7 @@ import contextlib
 import dataclasses
 import logging
 import pathlib
-import signal
 from typing import Any
-
-from aiohttp import web as aiohttp_web
 
 from pulsar_bookie import config as bookie_config
 from pulsar_bookie import types as bookie_types
@@ -30,10 +27,9 @@ from pulsar_common.metadata import api as md
 from pulsar_common.metadata import factory as md_factory
 
 from pulsar_broker import config as broker_config
-from pulsar_broker import errors, resources
+from pulsar_broker import errors, listeners, resources
 from pulsar_broker.managed_ledger import config as ml_config
 from pulsar_broker.managed_ledger import factory as ml_factory
-from pulsar_broker.server import connection
 from pulsar_broker.service.broker_service import BrokerService
 
 log = logging.getLogger(__name__)
@@ -97,8 +93,7 @@ class Standalone:
         self.bookie_server: bookie_server.BookieServer | None = None
         self.ledger_client: local_client.LocalLedgerClient | None = None
         self.service: BrokerService | None = None
-        self.server: asyncio.Server | None = None
-        self.web_runner: aiohttp_web.AppRunner | None = None
+        self.listeners: listeners.BrokerListeners | None = None
 
     async def start(self) -> None:
         conf = self.settings.broker
@@ -119,34 +114,14 @@ class Standalone:
         res = resources.PulsarResources(self.store)
         await initialize_cluster_metadata(res, conf)
         self.service = BrokerService(conf, res, ledgers, self.ledger_client)
-        self.server = await connection.start_server(
-            self.service, conf.bind_address, conf.broker_service_port)
-        await self._start_web()
+        self.listeners = listeners.BrokerListeners(self.service)
+        await self.listeners.start()
         log.info("pulsar standalone ready: %s %s", self.service.broker_service_url,
                  self.service.web_service_url)
 
-    async def _start_web(self) -> None:
-        assert self.service is not None
-        try:
-            from pulsar_broker.web import app as web_app
-        except ImportError:
-            log.warning("admin REST API not available in this build")
-            return
-        self.web_runner = aiohttp_web.AppRunner(web_app.create_app(self.service),
-                                                access_log=None)
-        await self.web_runner.setup()
-        conf = self.settings.broker
-        site = aiohttp_web.TCPSite(self.web_runner, conf.bind_address, conf.web_service_port,
-                                   reuse_address=True)
-        await site.start()
-
     async def stop(self) -> None:
-        if self.server is not None:
-            self.server.close()
-        if self.web_runner is not None:
-            await self.web_runner.cleanup()
-        if self.service is not None:
-            await self.service.close()
+        if self.listeners is not None:
+            await self.listeners.stop()
         if self.ledger_client is not None:
             await self.ledger_client.close()
         if self.bookie_server is not None:
@@ -159,18 +134,14 @@ class Standalone:
 
 async def run(data_dir: pathlib.Path, settings: StandaloneSettings) -> None:
     standalone = Standalone(data_dir, settings)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    try:
+
+    async def start() -> str:
         await standalone.start()
-        print(f"pulsar standalone: broker {standalone.service.broker_service_url}, "  # type: ignore[union-attr]
-              f"web {standalone.service.web_service_url}, data {data_dir}", flush=True)
-        await stop.wait()
-        log.info("shutting down")
-    finally:
-        await standalone.stop()
+        assert standalone.service is not None
+        return (f"pulsar standalone: broker {standalone.service.broker_service_url}, "
+                f"web {standalone.service.web_service_url}, data {data_dir}")
+
+    await listeners.run_until_signalled(start, standalone.stop)
 
 
 def main(args: Any) -> int:

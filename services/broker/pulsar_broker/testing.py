@@ -34,6 +34,8 @@ class ServiceProcess:
         }
         self.log_path = log_path or data_dir.parent / f"{data_dir.name}.log"
         self.process: subprocess.Popen[bytes] | None = None
+        #: More command-line arguments, e.g. ["--config", path].
+        self.extra_arguments: list[str] = []
 
     @property
     def service_url(self) -> str:
@@ -49,7 +51,8 @@ class ServiceProcess:
         return self.process.pid
 
     def arguments(self) -> list[str]:
-        args = [sys.executable, "-m", "pulsar_common.cli.main", *self.command]
+        args = [sys.executable, "-m", "pulsar_common.cli.main", *self.command,
+                *self.extra_arguments]
         for key, value in self.overrides.items():
             args += ["--conf", f"{key}={value}"]
         return args
