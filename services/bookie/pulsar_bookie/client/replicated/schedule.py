@@ -34,7 +34,7 @@ def covers_every_ack_quorum(
     )
 
 
-def entry_absent(no_such_entry: Collection[int], write_quorum: int, ack_quorum: int) -> bool:
+def entry_absent(no_such_entry: Collection[object], write_quorum: int, ack_quorum: int) -> bool:
     """An entry is known never to have been acknowledged once WQ-AQ+1 bookies of its write
     set say they do not have it: any ack quorum would have included one of them."""
     return len(no_such_entry) >= write_quorum - ack_quorum + 1
