@@ -316,7 +316,8 @@ def longest_gap_around(acked_at: list[float], killed_at: float) -> tuple[float, 
     return longest, after[0] - killed_at, typical_ms
 
 
-def resume_trial(cluster: Cluster, log: Log) -> ResumeTrial:
+def resume_trial(cluster: Cluster, index: int, log: Log) -> ResumeTrial:
+    """Kill the index-th (cyclically) bookie of the current ensemble while publishing."""
     client = pulsar.Client(
         cluster.service_url,
         operation_timeout_seconds=60,
@@ -335,7 +336,8 @@ def resume_trial(cluster: Cluster, log: Log) -> ResumeTrial:
             if not stream.wait_for_acks(RESUME_ACKS_BEFORE, RESUME_WAIT_S):
                 raise RuntimeError(f"only {len(stream.acked_at)} acks before the kill")
             ensemble = asyncio.run(_current_ensemble(cluster.metadata_url))
-            victim = next(b for b in cluster.bookies if b.bookie_id in ensemble)
+            chosen = ensemble[index % len(ensemble)]
+            victim = next(b for b in cluster.bookies if b.bookie_id == chosen)
             count_at_kill = len(stream.acked_at)
             killed_at = time.monotonic()
             victim.kill()
@@ -379,7 +381,7 @@ def resume_part(base: pathlib.Path, args: argparse.Namespace, log: Log) -> list[
         for index in range(args.trials):
             log(f"  trial {index + 1}/{args.trials}")
             try:
-                trials.append(resume_trial(cluster, log))
+                trials.append(resume_trial(cluster, index, log))
             except (RuntimeError, StopIteration, OSError) as exc:
                 log(f"  trial failed: {exc!r}")
                 break
@@ -410,10 +412,10 @@ def run(argv: list[str]) -> None:
         help="seconds per throughput or latency workload (default 3)",
     )
     parser.add_argument(
-        "--rounds", type=int, default=2, help="rounds per target; the best is shown (default 2)"
+        "--rounds", type=int, default=3, help="rounds per target; the best is shown (default 3)"
     )
     parser.add_argument(
-        "--trials", type=int, default=2, help="bookie kills in the resume measurement (default 2)"
+        "--trials", type=int, default=3, help="bookie kills in the resume measurement (default 3)"
     )
     parser.add_argument(
         "--no-fsync",
@@ -434,7 +436,8 @@ def run(argv: list[str]) -> None:
     base = pathlib.Path(tempfile.mkdtemp(prefix="bench-cluster-", dir=args.dir))
     log(
         f"cluster vs standalone ({base}); journalSyncData={str(args.journal_sync).lower()}, "
-        f"{args.seconds:g} s per workload, best of {args.rounds} rounds"
+        f"{args.seconds:g} s per workload, best of {args.rounds} rounds; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
     )
     started = time.monotonic()
     parts = args.parts.split(",")
