@@ -92,8 +92,13 @@ def allowed_partitions(conditions: Iterable[Condition],
 
 
 def first_at_or_after(probe: Callable[[int], int], first: int, last: int, low_ms: int) -> int:
-    """Smallest entry id in first..last whose publish time is >= low_ms (last+1 if none)."""
-    lo, hi = first, last + 1
+    """Smallest entry id in first..last whose publish time is >= low_ms (last+1 if none).
+
+    The last entry is probed first, so a ledger wholly before the bound costs one read.
+    """
+    if first > last or probe(last) < low_ms:
+        return last + 1
+    lo, hi = first, last
     while lo < hi:
         mid = (lo + hi) // 2
         if probe(mid) >= low_ms:
@@ -104,8 +109,13 @@ def first_at_or_after(probe: Callable[[int], int], first: int, last: int, low_ms
 
 
 def last_at_or_before(probe: Callable[[int], int], first: int, last: int, high_ms: int) -> int:
-    """Largest entry id in first..last whose publish time is <= high_ms (first-1 if none)."""
-    lo, hi = first - 1, last
+    """Largest entry id in first..last whose publish time is <= high_ms (first-1 if none).
+
+    The first entry is probed first, so a ledger wholly after the bound costs one read.
+    """
+    if first > last or probe(first) > high_ms:
+        return first - 1
+    lo, hi = first, last
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if probe(mid) <= high_ms:

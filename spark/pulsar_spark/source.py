@@ -19,8 +19,9 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from pulsar_spark import catalog, counters, decode, entries, options, pushdown, schema
 
-#: Entries fetched from the bookies per read call of an input partition.
-ENTRIES_PER_READ = 1024
+#: Entries fetched from the bookies per read call of an input partition: bounds the memory a
+#: task holds (entries of big batches are ~100 KB-1 MB each) while keeping reads pipelined.
+ENTRIES_PER_READ = 128
 
 _OPERATORS: dict[type, str] = {
     ds.EqualTo: "=", ds.GreaterThan: ">", ds.GreaterThanOrEqual: ">=",

@@ -41,7 +41,9 @@ def test_publish_time_filter_returns_the_subset_and_reads_fewer_entries(
     read_full, read_pruned = counters.load(full_dir), counters.load(pruned_dir)
     assert read_full.entries_read == 26
     assert read_pruned.entries_read == 6
-    assert 0 < read_pruned.entries_probed < 20
+    # The search plus the read cost fewer entry reads than the full scan.
+    assert 0 < read_pruned.entries_probed
+    assert read_pruned.entries_probed + read_pruned.entries_read < read_full.entries_read
 
 
 def test_starting_and_ending_time_options_bound_the_scan(spark, options_for, client, topic):
