@@ -8,8 +8,9 @@ adds while the thread waits for the disk.
 
 A batch is written when its oldest record has waited journalMaxGroupWaitMSec,
 when it holds journalBufferedWritesThreshold bytes or
-journalBufferedEntriesThreshold records, or (journalFlushWhenQueueEmpty) as
-soon as nothing else is waiting. At most journalQueueSize records wait;
+journalBufferedEntriesThreshold records, or (journalFlushWhenQueueEmpty, and
+always when journalSyncData is off: there is no sync to share then) as soon
+as nothing else is waiting. At most journalQueueSize records wait;
 further appends wait for room.
 
 A "log mark" (file id, offset) names a position. `request_mark` returns the
@@ -96,6 +97,8 @@ class Journal:
         self._file_size = 0
         self._queued = 0
         self._room_waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        # Without fdatasync there is no sync to share, so waiting for company only adds latency.
+        self._write_when_queue_empty = settings.flush_when_queue_empty or not settings.sync_data
 
     # ----- files -----
 
@@ -299,7 +302,7 @@ class Journal:
                 size += len(item[0])
             if len(items) >= settings.max_batch_records or size >= settings.max_batch_bytes:
                 return items
-            if self._stopping or (settings.flush_when_queue_empty and not queue):
+            if self._stopping or (self._write_when_queue_empty and not queue):
                 return items
             remaining = deadline - time.monotonic()
             if remaining <= 0:
