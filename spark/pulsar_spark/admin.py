@@ -47,6 +47,35 @@ class AdminClient:
             raise errors.AdminApiError(
                 f"cannot reach the admin API at {self.admin_url} (option admin.url): {exc}") from exc
 
+    def send_json(self, method: str, path: str, body: Any, *, conflict_ok: bool = False) -> None:
+        """PUT/POST a JSON body; with conflict_ok a 409 (already exists) is not an error."""
+        url = f"{self.admin_url}{path}"
+        request = urllib.request.Request(url, data=json.dumps(body).encode(), method=method,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s):
+                return
+        except urllib.error.HTTPError as exc:
+            if exc.code == 409 and conflict_ok:
+                return
+            raise errors.AdminApiError(f"{method} {url} answered {exc.code}: {_reason(exc)}") \
+                from exc
+        except (urllib.error.URLError, OSError) as exc:
+            raise errors.AdminApiError(
+                f"cannot reach the admin API at {self.admin_url} (option admin.url): {exc}") from exc
+
+    def create_subscription(self, topic: str, name: str, position: tuple[int, int]) -> None:
+        """A durable subscription at position (ledger, entry); kept as it is if it exists."""
+        self.send_json("PUT", f"/admin/v2/{topic_path(topic)}/subscription/"
+                       f"{urllib.parse.quote(name, safe='')}",
+                       {"ledgerId": position[0], "entryId": position[1]}, conflict_ok=True)
+
+    def reset_cursor(self, topic: str, name: str, position: tuple[int, int]) -> None:
+        """Move the subscription so that position is the next entry it reads."""
+        self.send_json("POST", f"/admin/v2/{topic_path(topic)}/subscription/"
+                       f"{urllib.parse.quote(name, safe='')}/resetcursor",
+                       {"ledgerId": position[0], "entryId": position[1]})
+
     def partitions(self, topic: str) -> int:
         """Partitions of a partitioned topic, 0 for a non-partitioned one."""
         body = self.get_json(f"/admin/v2/{topic_path(topic)}/partitions",

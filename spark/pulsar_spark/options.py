@@ -28,7 +28,7 @@ KNOWN_OPTIONS = frozenset({
     "service.url", "admin.url", "metadata.url", "standalone.bookie", "topic", "topics", "topicspattern",
     "startingoffsets", "endingoffsets", "startingtime", "endingtime", "schema", "schema.type",
     "failondataloss", "entriesperpartition", "arrowbatchrows", "publishtime.tolerancems",
-    "metrics.dir", "path",
+    "metrics.dir", "path", "subscription",
     # write side
     "producer.name", "batching", "sendtimeoutms",
 })
@@ -65,6 +65,8 @@ class ReadOptions:
     arrow_batch_rows: int
     publish_time_tolerance_ms: int
     metrics_dir: str | None
+    #: Streaming only: durable subscription moved to each committed offset (pins retention).
+    subscription: str | None = None
 
 
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
@@ -244,6 +246,7 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
         publish_time_tolerance_ms=_nonnegative(opts, "publishtime.tolerancems",
                                                PUBLISH_TIME_TOLERANCE_MS_DEFAULT),
         metrics_dir=opts.get("metrics.dir"),
+        subscription=opts.get("subscription"),
     )
 
 

@@ -6,10 +6,11 @@ read ("-1:-1" before the first one). A micro-batch reads from its start offset
 last confirmed entry when Spark asks for the latest offset. The source
 reads storage by position, so Spark can replay any checkpointed range: with
 a checkpointed query and an idempotent or transactional sink (the file sink)
-each message is processed once. Nothing is acknowledged to the broker: the
-stream does not pin retention (a durable subscription for that is not
-implemented), so a query that falls behind retention sees DataLossError
-(or skips ahead with failOnDataLoss=false).
+each message is processed once. Without the `subscription` option nothing is
+held on the broker and a query that falls behind retention sees
+DataLossError (or skips ahead with failOnDataLoss=false); with it, a durable
+subscription created at the initial offset is moved to each committed offset
+(admin resetcursor), so retention keeps everything not yet committed.
 """
 
 from __future__ import annotations
@@ -57,11 +58,26 @@ class PulsarStreamReader(ds.DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def initialOffset(self) -> dict[str, str]:
         if self.opts.starting == "latest":
-            return self._latest()
-        names = self._latest().keys()
-        given = self.opts.starting if isinstance(self.opts.starting, dict) else {}
-        return {name: _position_text(given[name]) if name in given else BEFORE_FIRST
-                for name in names}
+            offset = self._latest()
+        else:
+            given = self.opts.starting if isinstance(self.opts.starting, dict) else {}
+            offset = {name: _position_text(given[name]) if name in given else BEFORE_FIRST
+                      for name in self._latest()}
+        self._pin(offset, create=True)
+        return offset
+
+    def _pin(self, offset: dict[str, str], *, create: bool) -> None:
+        """With option subscription: hold retention at offset through a durable subscription."""
+        if not self.opts.subscription:
+            return
+        client = admin.AdminClient(self.opts.admin_url)
+        for name, text in offset.items():
+            position = planning.parse_position(text)
+            where = (position.ledger_id, position.entry_id)
+            if create:
+                client.create_subscription(name, self.opts.subscription, where)
+            else:
+                client.reset_cursor(name, self.opts.subscription, where)
 
     def latestOffset(self, start: dict[str, str], limit: ReadLimit) -> dict[str, str]:
         # Only ReadAllAvailable is offered (getDefaultReadLimit is not overridden).
@@ -92,4 +108,6 @@ class PulsarStreamReader(ds.DataSourceStreamReader, SupportsTriggerAvailableNow)
         return source.read_segment(self.opts, self.spark_schema, planned)
 
     def commit(self, end: dict[str, Any]) -> None:
-        """Nothing to release: reads hold no broker-side state."""
+        """Release what is processed: the subscription (if any) moves to the committed offset."""
+        if self.opts.subscription:
+            self._pin({str(k): str(v) for k, v in end.items()}, create=False)

@@ -49,3 +49,31 @@ def test_stream_starting_at_latest_sees_only_new_messages(spark, options_for, cl
     producer.close()
     _run_available_now(spark, options, checkpoint, sink)
     assert [r.value for r in spark.read.parquet(str(sink)).collect()] == ["new"]
+
+
+def test_durable_subscription_follows_the_committed_offset(spark, options_for, client, topic,
+                                                           standalone, tmp_path):
+    import json
+    import urllib.request
+
+    path = topic.replace("persistent://", "persistent/")
+
+    def cursor() -> dict:
+        with urllib.request.urlopen(f"{standalone.web_url}/admin/v2/{path}/internalStats") as r:
+            return json.load(r)["cursors"]["spark-stream"]
+
+    producer = client.create_producer(topic, batching_enabled=False)
+    first = [producer.send(f"a{i}".encode()) for i in range(3)]
+    options = options_for(topic=topic, subscription="spark-stream", **{"schema.type": "string"})
+    checkpoint, sink = tmp_path / "checkpoint", tmp_path / "sink"
+    _run_available_now(spark, options, checkpoint, sink)
+    # Created at the initial offset (earliest): nothing released yet.
+    assert cursor()["markDeletePosition"].endswith(":-1")
+    producer.send(b"b0")
+    producer.close()
+    _run_available_now(spark, options, checkpoint, sink)
+    # Spark signals a batch complete when it starts the next one: the first batch's end is
+    # now the subscription's position, so retention keeps only what follows it.
+    last = first[-1]
+    assert cursor()["markDeletePosition"] == f"{last.ledger_id()}:{last.entry_id()}"
+    assert spark.read.parquet(str(sink)).count() == 4
