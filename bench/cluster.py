@@ -56,6 +56,7 @@ Log = Callable[[str], None]
 BATCHED_MAX_MESSAGES = 400_000
 LATENCY_MAX_SENDS = 3000
 START_TIMEOUT_S = 90.0
+CLUSTER_START_ATTEMPTS = 2
 #: Resume trial: acknowledgements before the kill, and after it (or the wait's bound).
 RESUME_ACKS_BEFORE = 500
 RESUME_ACKS_AFTER = 1000
@@ -97,25 +98,33 @@ def start_standalone(directory: pathlib.Path, journal_sync: bool) -> Target:
     return Target("standalone", process.service_url, process.stop)
 
 
-def start_cluster(directory: pathlib.Path, bookies: int, journal_sync: bool) -> Cluster:
+def start_cluster(directory: pathlib.Path, bookies: int, journal_sync: bool, log: Log) -> Cluster:
+    """A started local cluster; tried again on fresh ports if a process fails to start (free
+    ports are picked before they are bound, so on a shared machine they can be taken)."""
     from pulsar_broker import local_cluster
 
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    cluster = local_cluster.LocalCluster(
-        directory,
-        bookies=bookies,
-        brokers=1,
-        ensemble=3,
-        write_quorum=2,
-        ack_quorum=2,
-        journal_sync=journal_sync,
-    )
-    try:
-        cluster.start()
-    except BaseException:
-        cluster.stop()
-        raise
-    return cluster
+    for attempt in range(1, CLUSTER_START_ATTEMPTS + 1):
+        cluster = local_cluster.LocalCluster(
+            directory / f"attempt-{attempt}",
+            bookies=bookies,
+            brokers=1,
+            ensemble=3,
+            write_quorum=2,
+            ack_quorum=2,
+            journal_sync=journal_sync,
+        )
+        try:
+            return cluster.start()
+        except (RuntimeError, TimeoutError, subprocess.CalledProcessError) as exc:
+            cluster.stop()
+            if attempt == CLUSTER_START_ATTEMPTS:
+                raise
+            log(f"  cluster did not start ({str(exc).splitlines()[0]}); trying again")
+        except BaseException:
+            cluster.stop()
+            raise
+    raise AssertionError("unreachable")
 
 
 @dataclass(frozen=True)
@@ -184,7 +193,7 @@ def measure_targets(
 def throughput_part(base: pathlib.Path, args: argparse.Namespace, log: Log) -> list[str]:
     targets: list[Target] = []
     try:
-        cluster = start_cluster(base / "cluster-3", 3, args.journal_sync)
+        cluster = start_cluster(base / "cluster-3", 3, args.journal_sync, log)
         targets.append(Target("cluster", cluster.service_url, cluster.stop))
         log(f"  cluster (3 bookies, E=3 WQ=2 AQ=2): broker at {cluster.service_url}")
         targets.append(start_standalone(base / "standalone", args.journal_sync))
@@ -265,9 +274,11 @@ class AckStream:
         return True
 
     def finish(self) -> None:
+        """Stop sending and wait for the receipts of what is in flight."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(RESUME_WAIT_S)
+        self.producer.flush()
 
 
 async def _current_ensemble(metadata_url: str) -> list[str]:
@@ -375,7 +386,7 @@ def resume_part(base: pathlib.Path, args: argparse.Namespace, log: Log) -> list[
         "  resume after a bookie SIGKILL: 4 bookies (3 in the ensemble + 1 spare, which the "
         "ensemble change needs), E=3 WQ=2 AQ=2"
     )
-    cluster = start_cluster(base / "cluster-4", 4, args.journal_sync)
+    cluster = start_cluster(base / "cluster-4", 4, args.journal_sync, log)
     trials: list[ResumeTrial] = []
     try:
         for index in range(args.trials):
