@@ -102,3 +102,22 @@ def test_pulsar_sql_reports_an_unknown_namespace_clearly(standalone, capsys):
     assert "public/nope" in capsys.readouterr().err
 
 
+
+
+def test_job_entry_point_writes_the_query_result(spark, standalone, etcd, client, topic,
+                                                 tmp_path):
+    from pulsar_spark import job
+
+    local = topic.rsplit("/", 1)[1]
+    producer = client.create_producer(topic, batching_enabled=False)
+    for i in range(4):
+        producer.send(f"m{i}".encode(), partition_key="k" if i % 2 else "j")
+    producer.close()
+    spark.conf.set("spark.pulsar.admin.url", standalone.web_url)  # as the SparkApplication sets
+    spark.conf.set("spark.pulsar.metadata.url", etcd.url)
+    out = tmp_path / "result"
+    code = job.main(["--query", f'SELECT __key, count(*) AS n FROM public.default."{local}" '
+                     "GROUP BY __key", "--output", str(out), "--option", "schema.type=string"])
+    assert code == 0
+    rows = {r["__key"]: r["n"] for r in spark.read.parquet(str(out)).collect()}
+    assert rows == {"j": 2, "k": 2}
