@@ -15,7 +15,7 @@ from typing import Any
 
 from pulsar_common.wire import entry as wire_entry
 
-from pulsar_spark import admin, entries, locate, options, planning, pushdown
+from pulsar_spark import admin, entries, errors, locate, options, planning, pushdown
 
 _PARTITION_SUFFIX = re.compile(r"^(.*)-partition-(\d+)$")
 
@@ -41,6 +41,17 @@ def resolve_partitions(client: admin.AdminClient, opts: options.ReadOptions) \
             client.internal_stats(topic)  # 404 here is the clear "topic does not exist"
             result.append(planning.TopicPartition(topic, -1))
     return result
+
+
+def partition_stats(client: admin.AdminClient, partition: planning.TopicPartition) \
+        -> dict[str, Any]:
+    """internalStats of a topic partition; a partition never written to has no ledgers yet."""
+    try:
+        return client.internal_stats(partition.name)
+    except errors.TopicNotFoundError:
+        if partition.partition < 0:
+            raise
+        return {"ledgers": [], "lastConfirmedEntry": "-1:-1"}
 
 
 def topics_matching(client: admin.AdminClient, pattern: str) -> list[str]:
@@ -77,7 +88,7 @@ class Planner:
         partitions = planning.prune_partitions(partitions, allowed)
         layouts, stats = [], []
         for partition in partitions:
-            stat = self.client.internal_stats(partition.name)
+            stat = partition_stats(self.client, partition)
             stats.append(stat)
             layouts.append(planning.layout_from_stats(partition, stat))
         segments = [s for layout in layouts for s in planning.bounded(

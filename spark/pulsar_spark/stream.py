@@ -52,7 +52,8 @@ class PulsarStreamReader(ds.DataSourceStreamReader, SupportsTriggerAvailableNow)
         client = admin.AdminClient(self.opts.admin_url)
         latest = {}
         for partition in catalog.resolve_partitions(client, self.opts):
-            layout = planning.layout_from_stats(partition, client.internal_stats(partition.name))
+            layout = planning.layout_from_stats(partition,
+                                                catalog.partition_stats(client, partition))
             latest[partition.name] = _position_text(next_position(layout))
         return latest
 

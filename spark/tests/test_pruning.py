@@ -82,3 +82,14 @@ def test_partition_filter_prunes_partitions(spark, options_for, client, create_p
     by_partition = {r["__partition"]: r["count"]
                     for r in fresh.groupBy("__partition").count().collect()}
     assert by_partition == {0: 4, 1: 5, 2: 6}
+
+
+def test_a_partition_never_written_to_reads_as_empty(spark, options_for, client,
+                                                     create_partitioned, topic):
+    create_partitioned(topic, 3)
+    producer = client.create_producer(f"{topic}-partition-1", batching_enabled=False)
+    producer.send(b"only")
+    producer.close()
+    df = spark.read.format("pulsar").options(**options_for(
+        topic=topic, **{"schema.type": "string"})).load()
+    assert [(r["__partition"], r.value) for r in df.collect()] == [(1, "only")]

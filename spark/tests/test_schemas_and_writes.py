@@ -116,8 +116,8 @@ def test_job_entry_point_writes_the_query_result(spark, standalone, etcd, client
     spark.conf.set("spark.pulsar.admin.url", standalone.web_url)  # as the SparkApplication sets
     spark.conf.set("spark.pulsar.metadata.url", etcd.url)
     out = tmp_path / "result"
-    code = job.main(["--query", f'SELECT __key, count(*) AS n FROM public.default."{local}" '
-                     "GROUP BY __key", "--output", str(out), "--option", "schema.type=string"])
+    query = f'SELECT __key, count(*) AS n FROM public.default."{local}" GROUP BY __key'
+    code = job.main(["--query", query, "--output", str(out), "--option", "schema.type=string"])
     assert code == 0
     rows = {r["__key"]: r["n"] for r in spark.read.parquet(str(out)).collect()}
     assert rows == {"j": 2, "k": 2}
