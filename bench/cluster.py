@@ -414,6 +414,20 @@ def resume_lines(trials: list[ResumeTrial]) -> list[str]:
     ]
 
 
+Part = Callable[[pathlib.Path, argparse.Namespace, Log], list[str]]
+
+
+def run_part(
+    name: str, part: Part, base: pathlib.Path, args: argparse.Namespace, log: Log
+) -> list[str]:
+    """One part's result lines; a cluster or broker that cannot start ends only that part."""
+    try:
+        return part(base, args, log)
+    except (RuntimeError, TimeoutError, OSError, subprocess.CalledProcessError) as exc:
+        log(f"  {name}: could not run: {exc}")
+        return [f"{name}: not measured ({str(exc).splitlines()[0]})"]
+
+
 def run(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.cluster")
     parser.add_argument(
@@ -454,10 +468,9 @@ def run(argv: list[str]) -> None:
     parts = args.parts.split(",")
     lines: list[str] = []
     try:
-        if "throughput" in parts:
-            lines += throughput_part(base, args, log)
-        if "resume" in parts:
-            lines += resume_part(base, args, log)
+        for name, part in (("throughput", throughput_part), ("resume", resume_part)):
+            if name in parts:
+                lines += run_part(name, part, base, args, log)
     finally:
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)
