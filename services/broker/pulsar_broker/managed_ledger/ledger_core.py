@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import enum
+import functools
 import logging
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
@@ -176,17 +177,21 @@ class ManagedLedgerCore:
     # -- adding entries ----------------------------------------------------------
 
     async def add_entry(self, data: bytes) -> api.Position:
+        return await asyncio.shield(self.add_entry_future(data))
+
+    def add_entry_future(self, data: bytes) -> asyncio.Future[api.Position]:
+        """add_entry without a coroutine (the broker's publish path): a future resolved with
+        the position once durable, in call order. Refusals raise at once; never cancel it."""
         self._check_writable()
         if len(self._queue) + len(self._inflight) >= PENDING_ADDS_MAX:
             raise errors.TooManyPendingAddsError(
                 f"{self._name}: {PENDING_ADDS_MAX} adds are already pending"
             )
-        loop = asyncio.get_running_loop()
-        op = _AddOp(bytes(data), loop.create_future())
+        op = _AddOp(data if type(data) is bytes else bytes(data), _loop().create_future())
         self._queue.append(op)
         self._idle.clear()
         self._pump()
-        return await asyncio.shield(op.future)
+        return op.future
 
     def update_config(self, ml_config: config.ManagedLedgerConfig) -> None:
         """New settings (a namespace's retention changed, say) for the next decisions."""
@@ -216,8 +221,35 @@ class ManagedLedgerCore:
             self._initiated_entries += 1
             self._initiated_size += len(op.data)
             self._inflight.append(op)
-            self._spawn(self._write(op, self._current))
+            self._start_write(op, self._current)
         self._update_idle()
+
+    def _start_write(self, op: _AddOp, handle: client_api.WriteHandle) -> None:
+        """Hand the entry to the ledger; a handle with `append_future` needs no task per entry."""
+        append_future: Callable[[bytes], asyncio.Future[int]] | None = getattr(
+            handle, "append_future", None
+        )
+        if append_future is None:
+            self._spawn(self._write(op, handle))
+            return
+        try:
+            written = append_future(op.data)
+        except Exception as exc:  # noqa: BLE001 - refused at once: the same as a failed write
+            self._write_done(op, handle, None, exc)
+            return
+        written.add_done_callback(functools.partial(self._on_written, op, handle))
+
+    def _on_written(
+        self, op: _AddOp, handle: client_api.WriteHandle, written: asyncio.Future[int]
+    ) -> None:
+        if written.cancelled():
+            self._write_done(op, handle, None, errors.ManagedLedgerWriteError("add cancelled"))
+            return
+        failure = written.exception()
+        if failure is None:
+            self._write_done(op, handle, written.result(), None)
+        else:
+            self._write_done(op, handle, None, failure)
 
     def _current_is_full(self) -> bool:
         if self._initiated_entries == 0:
@@ -235,12 +267,26 @@ class ManagedLedgerCore:
     async def _write(self, op: _AddOp, handle: client_api.WriteHandle) -> None:
         try:
             entry_id = await handle.append(op.data)
-            op.position = api.Position(handle.ledger_id, entry_id)
-        except bookie_errors.LedgerFencedError as exc:
-            op.error = errors.ManagedLedgerFencedError(f"{self._name}: ledger fenced: {exc}")
-            self.fence(f"ledger {handle.ledger_id} was fenced by another writer")
         except Exception as exc:  # noqa: BLE001 - any failure of the write breaks this ledger
-            op.error = errors.ManagedLedgerWriteError(f"{self._name}: add failed: {exc}")
+            self._write_done(op, handle, None, exc)
+            return
+        self._write_done(op, handle, entry_id, None)
+
+    def _write_done(
+        self,
+        op: _AddOp,
+        handle: client_api.WriteHandle,
+        entry_id: int | None,
+        failure: BaseException | None,
+    ) -> None:
+        if failure is None:
+            assert entry_id is not None
+            op.position = api.Position(handle.ledger_id, entry_id)
+        elif isinstance(failure, bookie_errors.LedgerFencedError):
+            op.error = errors.ManagedLedgerFencedError(f"{self._name}: ledger fenced: {failure}")
+            self.fence(f"ledger {handle.ledger_id} was fenced by another writer")
+        else:
+            op.error = errors.ManagedLedgerWriteError(f"{self._name}: add failed: {failure}")
             self._current_broken = True
         op.done = True
         self._complete_ready()
@@ -441,6 +487,9 @@ class ManagedLedgerCore:
         task = asyncio.ensure_future(coroutine)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+
+_loop = asyncio.get_running_loop
 
 
 def _runs(positions: Sequence[api.Position]) -> list[tuple[int, int, int]]:

@@ -39,7 +39,7 @@ class ProducerHandle:
         self.producer_id = producer_id
         self.topic = topic
         self.producer = producer
-        self.in_flight: collections.deque[tuple[asyncio.Task[ml.Position], int, int, int]] = (
+        self.in_flight: collections.deque[tuple[asyncio.Future[ml.Position], int, int, int]] = (
             collections.deque())
         self.closed = False
 

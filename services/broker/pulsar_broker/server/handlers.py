@@ -162,20 +162,23 @@ class Handlers:
         data = bytes(received.entry)
         num_messages = request.num_messages if request.HasField("num_messages") else 1
         highest = request.highest_sequence_id if request.HasField("highest_sequence_id") else -1
-        task = asyncio.get_running_loop().create_task(
-            handle.topic.publish(handle.producer, data, num_messages))
-        handle.in_flight.append((task, request.sequence_id, highest, num_messages))
+        try:
+            added = handle.topic.publish_future(handle.producer, data, num_messages)
+        except Exception as exc:  # noqa: BLE001 - refused at once: answered like a failed add
+            added = asyncio.get_running_loop().create_future()
+            added.set_exception(exc)
+        handle.in_flight.append((added, request.sequence_id, highest, num_messages))
         self.cnx.send_started()
-        task.add_done_callback(lambda _t: self._send_receipts(handle))
+        added.add_done_callback(lambda _f: self._send_receipts(handle))
 
     def _send_receipts(self, handle: ProducerHandle) -> None:
         """Answer completed SENDs in their order; a failed one closes the connection so
         the client resends what is pending."""
         while handle.in_flight and handle.in_flight[0][0].done():
-            task, sequence_id, highest, _ = handle.in_flight.popleft()
+            added, sequence_id, highest, _ = handle.in_flight.popleft()
             self.cnx.send_finished()
-            if task.cancelled() or task.exception() is not None:
-                failure = None if task.cancelled() else task.exception()
+            if added.cancelled() or added.exception() is not None:
+                failure = None if added.cancelled() else added.exception()
                 log.warning("publish on %s failed: %s; closing connection", handle.topic, failure)
                 if isinstance(failure, ml_errors.ManagedLedgerFencedError
                               | ml_errors.ManagedLedgerClosedError):
@@ -184,7 +187,7 @@ class Handlers:
                     self.cnx.spawn(self.service.unload_topic(handle.topic.name))
                 self.cnx.close()
                 continue
-            position = task.result()
+            position = added.result()
             reply = commands.base(T.SEND_RECEIPT)
             receipt = reply.send_receipt
             receipt.producer_id = handle.producer_id
