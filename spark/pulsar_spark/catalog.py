@@ -100,16 +100,17 @@ class Planner:
 
     def _locations(self, segments: Sequence[planning.Segment], stats: list[dict[str, Any]]) \
             -> dict[tuple[planning.TopicPartition, int], entries.LedgerLocation]:
+        # Sources the options name come first; then what the broker reported.
+        needed = {s.ledger_id for s in segments}
         records: dict[int, bytes] = {}
+        if needed and self.opts.metadata_url:
+            records.update(locate.from_store(self.opts.metadata_url, needed))
+        elif needed and self.opts.standalone_bookie:
+            records.update(locate.on_standalone_bookie(self.opts.standalone_bookie, needed))
         for stat in stats:
-            records.update(locate.from_stats(stat))
-        missing = {s.ledger_id for s in segments} - set(records)
-        if missing and self.opts.metadata_url:
-            records.update(locate.from_store(self.opts.metadata_url, missing))
-        missing = {s.ledger_id for s in segments} - set(records)
-        if missing and self.opts.standalone_bookie:
-            records.update(locate.on_standalone_bookie(self.opts.standalone_bookie, missing))
-        missing = {s.ledger_id for s in segments} - set(records)
+            for ledger_id, record in locate.from_stats(stat).items():
+                records.setdefault(ledger_id, record)
+        missing = needed - set(records)
         if missing:
             raise locate.missing_metadata_error(missing)
         ends: dict[tuple[planning.TopicPartition, int], int] = {}

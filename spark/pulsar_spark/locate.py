@@ -1,11 +1,10 @@
 """Finding each ledger's metadata (its bookies) for the planner.
 
-Three sources, tried in order: a `metadata` object the broker may include per
-ledger in internalStats (Apache does with `?metadata=true`); the metadata
-store itself when the `metadata.url` option names it (`etcd:http://host:2379`;
-clusters keep ledger records under /ledgers/<id>); and, for `pulsar
-standalone` (whose embedded RocksDB store belongs to its process), the
-`standalone.bookie` option: standalone keeps every ledger on its one bookie.
+Three sources. Named by options, used first: the metadata store
+(`metadata.url`, e.g. `etcd:http://host:2379`; clusters keep ledger records
+under /ledgers/<id>), or, for `pulsar standalone`, its one bookie
+(`standalone.bookie`), which holds every ledger. Otherwise the `metadata` the
+broker includes per ledger in `internalStats?metadata=true` (as Apache does).
 """
 
 from __future__ import annotations
@@ -85,7 +84,7 @@ def on_standalone_bookie(bookie: str, ledger_ids: Iterable[int]) -> dict[int, by
 
 def missing_metadata_error(ledger_ids: Iterable[int]) -> errors.LedgerMetadataError:
     return errors.LedgerMetadataError(
-        f"no metadata for ledgers {sorted(ledger_ids)}: the broker's internalStats does not "
-        "include ledger metadata, so give option metadata.url (the cluster's metadata store, "
+        f"no metadata for ledgers {sorted(ledger_ids)}: the broker's internalStats?metadata=true "
+        "did not include it, so give option metadata.url (the cluster's metadata store, "
         "e.g. etcd:http://127.0.0.1:2379) or, for a `pulsar standalone`, option "
         "standalone.bookie (its bookie, host:bookiePort, 3181 by default)")

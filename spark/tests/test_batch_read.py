@@ -115,3 +115,15 @@ def test_standalone_bookie_option_reads_without_the_metadata_store(spark, standa
                "standalone.bookie": f"127.0.0.1:{standalone.bookie_port}"}
     df = spark.read.format("pulsar").options(**options).load()
     assert sorted(r.value for r in df.collect()) == [f"m{i}" for i in range(7)]
+
+
+def test_ledger_metadata_from_the_brokers_internal_stats_is_enough(spark, standalone, client,
+                                                                   topic):
+    producer = client.create_producer(topic, batching_enabled=False)
+    for i in range(7):
+        producer.send(f"m{i}".encode())
+    producer.close()
+    # Only the admin URL: the broker's internalStats?metadata=true names each ledger's bookies.
+    options = {"admin.url": standalone.web_url, "topic": topic, "schema.type": "string"}
+    df = spark.read.format("pulsar").options(**options).load()
+    assert sorted(r.value for r in df.collect()) == [f"m{i}" for i in range(7)]
