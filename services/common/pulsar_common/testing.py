@@ -11,12 +11,20 @@ import time
 from collections.abc import Callable
 
 
+#: Ports already handed out by this process: a port is free until its user binds it, so
+#: handing it out twice (to two bookies of one cluster, say) would make them collide.
+_HANDED_OUT: set[int] = set()
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on right now."""
-    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
-        sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """A TCP port nobody listens on right now, never the same twice in one process."""
+    while True:
+        with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+            sock.bind((host, 0))
+            port: int = sock.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def port_open(port: int, host: str = "127.0.0.1") -> bool:
