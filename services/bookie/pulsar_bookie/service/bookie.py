@@ -25,7 +25,7 @@ from pulsar_common.metadata import factory as metadata_factory
 from pulsar_bookie import config as bookie_config
 from pulsar_bookie import errors, types
 from pulsar_bookie.net import server as net_server
-from pulsar_bookie.service import disk_monitor, http, metrics, registration
+from pulsar_bookie.service import disk_monitor, http, ledger_gc, metrics, registration
 from pulsar_bookie.storage import engine as storage_engine
 
 log = logging.getLogger(__name__)
@@ -100,6 +100,7 @@ class BookieService(http.BookieAdmin):
         self._stopping = False
         #: Set when the bookie must end on its own (a full disk with readOnlyModeEnabled=false).
         self.terminated = asyncio.Event()
+        self._ledger_gc: asyncio.Task[None] | None = None
 
     # ----- life cycle -----
 
@@ -138,6 +139,9 @@ class BookieService(http.BookieAdmin):
             self.registration = registration.Registration(self.store, self._info())
             await self.registration.register()
         self.monitor.start()
+        if self.store is not None:
+            self._ledger_gc = asyncio.get_running_loop().create_task(
+                ledger_gc.run_periodically(self.engine, self.store, conf.gcWaitTime / 1000.0))
         self._ready = True
         log.info("bookie %s serving on port %d (read-only: %s)", self.bookie_id,
                  self.server.port, self.read_only)
@@ -148,6 +152,8 @@ class BookieService(http.BookieAdmin):
             return
         self._stopping = True
         self._ready = False
+        if self._ledger_gc is not None:
+            self._ledger_gc.cancel()
         await self.monitor.stop()
         if self.server.serving:
             await self.server.stop(SHUTDOWN_GRACE_S)
