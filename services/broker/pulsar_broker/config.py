@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from pulsar_common import config
+from pulsar_common import config, errors
 from pulsar_common.config import setting
 
 ONE_MB = 1024 * 1024
@@ -16,6 +16,8 @@ ONE_MB = 1024 * 1024
 
 @dataclasses.dataclass(frozen=True)
 class BrokerConfig:
+    """Settings by Apache key; checked in __post_init__ (an invalid value stops start-up)."""
+
     cluster_name: str = setting("clusterName", "standalone", "Name of the cluster this broker serves")
     metadata_store_url: str = setting(
         "metadataStoreUrl", "", "etcd:http://host:2379 or rocksdb:/path; empty means <data-dir>/metadata"
@@ -50,6 +52,24 @@ class BrokerConfig:
     subscription_key_shared_use_consistent_hashing: bool = setting(
         "subscriptionKeySharedUseConsistentHashing", False
     )
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+
+def _validate(conf: BrokerConfig) -> None:
+    """Refuse values we would otherwise ignore: a setting that does nothing is worse than
+    a clear error."""
+    if conf.subscription_key_shared_use_consistent_hashing:
+        raise errors.ConfigError("subscriptionKeySharedUseConsistentHashing=true is not supported "
+                                 "yet: Key_Shared uses auto-split hash ranges")
+    if conf.broker_deduplication_enabled:
+        raise errors.ConfigError(
+            "brokerDeduplicationEnabled=true is not supported yet: duplicates are not detected")
+    if conf.allow_auto_topic_creation_type not in ("non-partitioned", "partitioned"):
+        raise errors.ConfigError("allowAutoTopicCreationType must be non-partitioned or partitioned")
+    if conf.max_message_size <= 0:
+        raise errors.ConfigError("maxMessageSize must be positive")
 
 
 def load(path: str | None, overrides: dict[str, str] | None = None) -> BrokerConfig:

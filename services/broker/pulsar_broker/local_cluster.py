@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pulsar_bookie.service import testing as bookie_testing
-from pulsar_common import etcd_server, testing
+from pulsar_common import errors, etcd_server, testing
 
 from pulsar_broker import testing as broker_testing
 
@@ -28,7 +28,11 @@ class LocalCluster:
                  broker_overrides: dict[str, str] | None = None,
                  journal_sync: bool = True) -> None:
         if not 1 <= ack_quorum <= write_quorum <= ensemble <= bookies:
-            raise ValueError("need 1 <= ack quorum <= write quorum <= ensemble <= bookies")
+            raise errors.ConfigError("need 1 <= ack quorum <= write quorum <= ensemble <= bookies")
+        if brokers > 1:
+            # Without namespace bundle ownership every broker would serve every topic.
+            raise errors.ConfigError("more than one broker needs namespace bundle ownership, "
+                             "which is not implemented yet: use --brokers 1")
         self.data_dir = data_dir
         self.etcd = etcd_server.EtcdServer(data_dir / "etcd", testing.free_port(),
                                            testing.free_port())

@@ -12,3 +12,14 @@ def test_pulsar_help_lists_commands():
         capture_output=True, text=True, check=True,
     ).stdout
     assert "usage: pulsar" in out
+
+
+def test_an_invalid_setting_is_a_clear_error_not_a_traceback(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "pulsar_common.cli.main", "standalone", "--data-dir",
+         str(tmp_path), "--conf", "brokerDeduplicationEnabled=true"],
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 2
+    assert "brokerDeduplicationEnabled=true is not supported yet" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -11,6 +11,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from pulsar_common import errors
+
 #: command -> (help, "module:function that adds its arguments and returns the runner")
 COMMANDS: dict[str, tuple[str, str]] = {
     "standalone": (
@@ -53,7 +55,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    result = args.run(args)
+    try:
+        result = args.run(args)
+    except errors.ConfigError as exc:
+        print(f"pulsar {args.command}: {exc}", file=sys.stderr)
+        return 2
     return int(result or 0)
 
 
