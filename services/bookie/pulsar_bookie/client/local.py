@@ -15,6 +15,7 @@ add nothing more), finds the last entry and seals the ledger by CAS.
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -27,6 +28,16 @@ from pulsar_bookie.storage import api as storage_api
 
 #: Attempts at sealing a ledger when other parties keep changing its metadata.
 RECOVERY_ATTEMPTS_MAX = 5
+
+
+#: A storage's add_entry_future (the engine has one): the add without a coroutine.
+_StoreFuture = Callable[
+    [types.LedgerId, types.EntryId, types.EntryId, bytes, bytes], "asyncio.Future[object]"
+]
+#: (entry id, payload size, storage's future, the caller's future)
+_PendingAppend = tuple[
+    types.EntryId, int, "asyncio.Future[object]", "asyncio.Future[types.EntryId]"
+]
 
 
 def _wall_clock_ms() -> int:
@@ -108,53 +119,75 @@ class LocalWriteHandle(LocalReadHandle):
         super().__init__(storage, versioned, types.INVALID_ENTRY_ID, 0)
         self._store = store
         self._next_entry_id = 0
-        #: Resolves (True on success) when the newest append so far has completed.
-        self._tail: asyncio.Future[bool] | None = None
+        #: Appends not completed yet, oldest first: (entry id, size, stored, result).
+        #: Bounded by the callers' own limits (the managed ledger's pending adds).
+        self._pending: collections.deque[_PendingAppend] = collections.deque()
+        #: The newest append's result future (close waits for it).
+        self._tail: asyncio.Future[types.EntryId] | None = None
         self._error: BaseException | None = None
         self._closing = False
+        self._store_future: _StoreFuture | None = getattr(storage, "add_entry_future", None)
 
     async def append(self, payload: bytes) -> types.EntryId:
+        return await asyncio.shield(self.append_future(payload))
+
+    def append_future(self, payload: bytes) -> asyncio.Future[types.EntryId]:
+        """Append without a coroutine: a future for the entry id, completed in call order
+        (an entry is confirmed only after its predecessors). Refusals raise at once."""
         if self._closing or self.metadata.is_closed:
             raise errors.LedgerClosedError(f"ledger {self.ledger_id} is closed")
         if self._error is not None:
             raise _again(self._error, self.ledger_id) from self._error
         entry_id = types.EntryId(self._next_entry_id)
         self._next_entry_id += 1
-        previous = self._tail
-        done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._tail = done
-        failure: BaseException | None = None
+        loop = asyncio.get_running_loop()
         try:
-            try:
-                await self._storage.add_entry(
-                    self.ledger_id, entry_id, self._lac, payload, self.metadata.password
-                )
-            except errors.BookieError as exc:
-                failure = exc
-            # Completion follows call order: an entry is confirmed only after its predecessors.
-            if previous is not None and not await asyncio.shield(previous):
-                failure = failure or self._error or errors.BookieError("earlier append failed")
-        except BaseException:
-            # Interrupted (cancelled): the entry may or may not be stored, so the writer is done.
-            self._error = self._error or errors.BookieError(f"append of {entry_id} interrupted")
-            done.set_result(False)
-            raise
-        if failure is not None:
-            self._error = self._error or failure
-            done.set_result(False)
-            raise _again(failure, self.ledger_id) from failure
-        self._lac = entry_id
-        self._length += len(payload)
-        done.set_result(True)
-        return entry_id
+            stored = self._store_entry(entry_id, payload)
+        except Exception as exc:  # noqa: BLE001 - refused by storage: fails in order below
+            stored = loop.create_future()
+            stored.set_exception(exc)
+        result: asyncio.Future[types.EntryId] = loop.create_future()
+        self._tail = result
+        self._pending.append((entry_id, len(payload), stored, result))
+        stored.add_done_callback(self._complete_in_order)
+        return result
+
+    def _store_entry(self, entry_id: types.EntryId, payload: bytes) -> asyncio.Future[object]:
+        password = self.metadata.password
+        if self._store_future is not None:
+            return self._store_future(self.ledger_id, entry_id, self._lac, payload, password)
+        return asyncio.ensure_future(
+            self._storage.add_entry(self.ledger_id, entry_id, self._lac, payload, password)
+        )
+
+    def _complete_in_order(self, _stored: asyncio.Future[object] | None = None) -> None:
+        pending = self._pending
+        while pending and pending[0][2].done():
+            entry_id, size, stored, result = pending.popleft()
+            failure: BaseException | None
+            if stored.cancelled():
+                failure = errors.BookieError(f"append of {entry_id} interrupted")
+            else:
+                failure = stored.exception()
+            if failure is None and self._error is not None:
+                failure = self._error  # an earlier append failed: this one is not confirmed
+            if failure is not None:
+                self._error = self._error or failure
+                if not result.done():
+                    result.set_exception(_again(failure, self.ledger_id))
+                continue
+            self._lac = entry_id
+            self._length += size
+            if not result.done():
+                result.set_result(entry_id)
 
     async def close(self) -> None:
         """Wait for appends in flight, then seal the ledger at the LAC by CAS."""
         if self.metadata.is_closed:
             return
         self._closing = True
-        if self._tail is not None:
-            await asyncio.shield(self._tail)
+        if self._tail is not None and not self._tail.done():
+            await asyncio.wait([self._tail])
         sealed = dataclasses.replace(
             self.metadata,
             state=api.LedgerState.CLOSED,

@@ -255,23 +255,56 @@ class LedgerStorageEngine(api.LedgerStorage):
     ) -> None:
         if self._state is not _State.RUNNING:
             self._check_running()
-        cache = self._write_cache
-        if not cache.has_room(len(payload)):
+        if not self._write_cache.has_room(len(payload)):
             await self._wait_for_cache_room(len(payload))
+        record = self._put(ledger_id, entry_id, last_add_confirmed, payload, master_key, recovery)
+        await self._journal_for(ledger_id).append(record)
+
+    def add_entry_future(
+        self,
+        ledger_id: types.LedgerId,
+        entry_id: types.EntryId,
+        last_add_confirmed: types.EntryId,
+        payload: bytes,
+        master_key: bytes,
+    ) -> asyncio.Future[object]:
+        """add_entry without a coroutine for the in-process client: the journal's future
+        (done once the record is durable). Only when the add has to wait for write cache
+        or journal queue room does it fall back to add_entry (in a task). Refusals raise."""
+        if self._state is not _State.RUNNING:
+            self._check_running()
+        target = self._journals[ledger_id % len(self._journals)]
+        if not self._write_cache.has_room(len(payload)) or target.queue_full:
+            return asyncio.ensure_future(
+                self.add_entry(ledger_id, entry_id, last_add_confirmed, payload, master_key)
+            )
+        record = self._put(ledger_id, entry_id, last_add_confirmed, payload, master_key, False)
+        return target.append_nowait(record)
+
+    def _put(
+        self,
+        ledger_id: int,
+        entry_id: int,
+        last_add_confirmed: int,
+        payload: bytes,
+        master_key: bytes,
+        recovery: bool,
+    ) -> bytes:
+        """Take the entry into the write cache and the ledger's info; its journal record."""
         info = self._ledger_for_write(ledger_id, master_key)
         if info.fenced and not recovery:
             raise errors.LedgerFencedError(f"ledger {ledger_id} is fenced")
+        cache = self._write_cache
         cache.put(ledger_id, entry_id, last_add_confirmed, payload)
-        info.last_add_confirmed = max(info.last_add_confirmed, last_add_confirmed)
-        info.last_entry_id = max(info.last_entry_id, entry_id)
+        if last_add_confirmed > info.last_add_confirmed:
+            info.last_add_confirmed = last_add_confirmed
+        if entry_id > info.last_entry_id:
+            info.last_entry_id = entry_id
         self._dirty.add(ledger_id)
         self._adds += 1
         if cache.active_full:
             self._flush_wanted.set()
-        journals = self._journals
-        await journals[ledger_id % len(journals)].append(
-            records.add_entry_record(ledger_id, entry_id, last_add_confirmed, payload)
-        )
+        return records.add_entry_record(ledger_id, entry_id, last_add_confirmed, payload)
 
     async def _wait_for_cache_room(self, size: int) -> None:
         """Backpressure: wait (at most dbStorage_maxThrottleTimeMs) for a flush to make room."""

@@ -201,6 +201,11 @@ class Journal:
             self._wake.set()
         return future
 
+    @property
+    def queue_full(self) -> bool:
+        """Whether `append` would wait for queue room."""
+        return self._queued >= self.settings.queue_size
+
     def append(self, record: bytes) -> Awaitable[object]:
         """Queue a record; await the result to wait until it is durable (waits for queue room first)."""
         if self._queued >= self.settings.queue_size:
