@@ -3,7 +3,8 @@
 `LedgerStorageEngine` implements `storage.api.LedgerStorage`. It runs on one
 asyncio event loop; many callers (the in-process ledger client, or the
 bookie server's connections) may call it concurrently from that loop. Disk
-work happens off the loop: one writer thread per journal (group commit), one
+work happens off the loop: one writer thread per journal (group commit; with
+journalSyncData off the loop writes the journal itself, see journal.py), one
 flush thread (write cache -> entry logs -> index, garbage collection) and a
 small pool of reader threads.
 
@@ -296,10 +297,8 @@ class LedgerStorageEngine(api.LedgerStorage):
             raise errors.LedgerFencedError(f"ledger {ledger_id} is fenced")
         cache = self._write_cache
         cache.put(ledger_id, entry_id, last_add_confirmed, payload)
-        if last_add_confirmed > info.last_add_confirmed:
-            info.last_add_confirmed = last_add_confirmed
-        if entry_id > info.last_entry_id:
-            info.last_entry_id = entry_id
+        info.last_add_confirmed = max(info.last_add_confirmed, last_add_confirmed)
+        info.last_entry_id = max(info.last_entry_id, entry_id)
         self._dirty.add(ledger_id)
         self._adds += 1
         if cache.active_full:

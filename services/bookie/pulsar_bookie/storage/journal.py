@@ -1,24 +1,23 @@
 """The journal: an append-only log of adds, fences and master keys with group commit.
 
-Every record is appended here before its add is acknowledged. One writer
-thread per journal takes all records that are waiting, writes them with one
-`write` and makes them durable with one `fdatasync` (group commit), then wakes
-their waiters on the event loop with one call. The event loop keeps accepting
-adds while the thread waits for the disk.
+Every record is appended here before its add is acknowledged. With
+journalSyncData on, one writer thread per journal takes all records that are
+waiting, writes them with one `write` and makes them durable with one
+`fdatasync` (group commit), then wakes their waiters on the event loop with
+one call. The event loop keeps accepting adds while the thread waits for the
+disk. A batch is written when its oldest record has waited
+journalMaxGroupWaitMSec, when it holds journalBufferedWritesThreshold bytes or
+journalBufferedEntriesThreshold records, or (journalFlushWhenQueueEmpty) as
+soon as nothing else is waiting.
 
-A batch is written when its oldest record has waited journalMaxGroupWaitMSec,
-when it holds journalBufferedWritesThreshold bytes or
-journalBufferedEntriesThreshold records, or (journalFlushWhenQueueEmpty, and
-always when journalSyncData is off: there is no sync to share then) as soon
-as nothing else is waiting. At most journalQueueSize records wait;
-further appends wait for room.
+With journalSyncData off there is no sync to share or wait for, and so no
+group wait and no writer thread: the event loop itself writes all records
+queued during one loop iteration with one `write` (to the page cache) and
+completes their futures in the same call. That saves the two thread hand-offs
+an add would otherwise cost, which were most of an unbatched add's latency.
 
-With journalSyncData off there is no sync to wait for, and so no writer
-thread: records are written on the event loop itself, all those queued in one
-loop iteration with one `write`, and their futures complete in the same call.
-That saves two thread hand-offs per add, which is most of an unbatched add's
-cost. (The `write` only copies to the page cache; this machine-independent
-choice trades a short block of the loop on very large batches for it.)
+Either way at most journalQueueSize records wait; further appends wait for
+room.
 
 A "log mark" (file id, offset) names a position. `request_mark` returns the
 position just after every record appended before the call; once those records
@@ -104,8 +103,6 @@ class Journal:
         self._file_size = 0
         self._queued = 0
         self._room_waiters: collections.deque[asyncio.Future[None]] = collections.deque()
-        # Without fdatasync there is no sync to share, so waiting for company only adds latency.
-        self._write_when_queue_empty = settings.flush_when_queue_empty or not settings.sync_data
         # Without sync the loop writes the records itself (see the module docstring).
         self._inline = not settings.sync_data
         self._inline_scheduled = False
@@ -343,7 +340,7 @@ class Journal:
                 size += len(item[0])
             if len(items) >= settings.max_batch_records or size >= settings.max_batch_bytes:
                 return items
-            if self._stopping or (self._write_when_queue_empty and not queue):
+            if self._stopping or (settings.flush_when_queue_empty and not queue):
                 return items
             remaining = deadline - time.monotonic()
             if remaining <= 0:
