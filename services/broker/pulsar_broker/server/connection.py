@@ -67,6 +67,8 @@ class ServerConnection(asyncio.Protocol):
         self._tasks: set[asyncio.Task[Any]] = set()
         self._keepalive: asyncio.TimerHandle | None = None
         self._seen_since_ping = True
+        self._out: list[bytes | memoryview] = []
+        self._flush_scheduled = False
         self.handlers = handlers.Handlers(self)
 
     # asyncio.Protocol
@@ -124,11 +126,25 @@ class ServerConnection(asyncio.Protocol):
 
     def write(self, command: pb.BaseCommand) -> None:
         if self.transport is not None and not self.transport.is_closing():
-            self.transport.write(frame.encode_command(command))
+            self._queue_out(frame.encode_command(command))
 
     def write_parts(self, header: bytes, entry: bytes | memoryview) -> None:
         if self.transport is not None and not self.transport.is_closing():
-            self.transport.writelines((header, entry))
+            self._queue_out(header, entry)
+
+    def _queue_out(self, *parts: bytes | memoryview) -> None:
+        """Frames written during one loop iteration go out together at its end (one send
+        for all the receipts of a journal batch); bounded by what one iteration produces."""
+        self._out.extend(parts)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush_out)
+
+    def _flush_out(self) -> None:
+        self._flush_scheduled = False
+        out, self._out = self._out, []
+        if out and self.transport is not None and not self.transport.is_closing():
+            self.transport.writelines(out)
 
     def spawn(self, coro: Awaitable[Any], request_id: int | None = None) -> None:
         """Run a handler coroutine; an unexpected failure becomes an ERROR reply."""
@@ -151,6 +167,7 @@ class ServerConnection(asyncio.Protocol):
 
     def close(self) -> None:
         if self.transport is not None:
+            self._flush_out()
             self.transport.close()
 
     # Flow control of publishing
