@@ -61,7 +61,8 @@ class ServiceProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")  # noqa: SIM115 - the child owns it until it exits
         self.process = subprocess.Popen(self.arguments(), stdout=log, stderr=subprocess.STDOUT,
-                                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                                        preexec_fn=testing.die_with_parent)
         log.close()
         testing.wait_until(self.ready, timeout_s, f"{' '.join(self.command)} (log {self.log_path})",
                            self.process)

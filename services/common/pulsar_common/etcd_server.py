@@ -80,6 +80,7 @@ class EtcdServer:
         self._process = subprocess.Popen(
             [binary, *self._arguments()],
             stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+            preexec_fn=testing.die_with_parent,
         )
         try:
             testing.wait_until(self._healthy, START_TIMEOUT_S, f"etcd on {self.endpoint}",

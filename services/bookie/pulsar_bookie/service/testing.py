@@ -116,7 +116,7 @@ class BookieProcess:
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the child
         self.process = subprocess.Popen(
             self.command(), stdout=self._log, stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=testing.die_with_parent,
         )
         return self.process
 
