@@ -67,7 +67,7 @@ class ServerConnection(asyncio.Protocol):
         self._tasks: set[asyncio.Task[Any]] = set()
         self._keepalive: asyncio.TimerHandle | None = None
         self._seen_since_ping = True
-        self._out: list[bytes | memoryview] = []
+        self._out: list[bytes | bytearray | memoryview] = []
         self._flush_scheduled = False
         self.handlers = handlers.Handlers(self)
 
@@ -128,11 +128,11 @@ class ServerConnection(asyncio.Protocol):
         if self.transport is not None and not self.transport.is_closing():
             self._queue_out(frame.encode_command(command))
 
-    def write_parts(self, header: bytes, entry: bytes | memoryview) -> None:
+    def write_parts(self, header: bytes, entry: bytes | bytearray | memoryview) -> None:
         if self.transport is not None and not self.transport.is_closing():
             self._queue_out(header, entry)
 
-    def _queue_out(self, *parts: bytes | memoryview) -> None:
+    def _queue_out(self, *parts: bytes | bytearray | memoryview) -> None:
         """Frames written during one loop iteration go out together at its end (one send
         for all the receipts of a journal batch); bounded by what one iteration produces."""
         self._out.extend(parts)
@@ -242,12 +242,12 @@ class ServerConnection(asyncio.Protocol):
     # Teardown
 
     async def _cleanup(self) -> None:
-        for handle in list(self.producers.values()):
-            handle.closed = True
-            handle.topic.remove_producer(handle.producer)
+        for producer in list(self.producers.values()):
+            producer.closed = True
+            producer.topic.remove_producer(producer.producer)
         self.producers.clear()
-        for handle in list(self.consumers.values()):
-            await self.handlers.remove_consumer(handle)
+        for consumer in list(self.consumers.values()):
+            await self.handlers.remove_consumer(consumer)
         self.consumers.clear()
 
 

@@ -292,7 +292,7 @@ class Handlers:
             reply.ackResponse.consumer_id = request.consumer_id
             reply.ackResponse.request_id = request.request_id
             if error is not None:
-                reply.ackResponse.error = commands.server_error_of(error)
+                reply.ackResponse.error = commands.server_error_of(error)  # type: ignore[assignment]
                 reply.ackResponse.message = str(error)
             self.cnx.write(reply)
 
