@@ -63,9 +63,6 @@ def _validate(conf: BrokerConfig) -> None:
     if conf.subscription_key_shared_use_consistent_hashing:
         raise errors.ConfigError("subscriptionKeySharedUseConsistentHashing=true is not supported "
                                  "yet: Key_Shared uses auto-split hash ranges")
-    if conf.broker_deduplication_enabled:
-        raise errors.ConfigError(
-            "brokerDeduplicationEnabled=true is not supported yet: duplicates are not detected")
     if conf.allow_auto_topic_creation_type not in ("non-partitioned", "partitioned"):
         raise errors.ConfigError("allowAutoTopicCreationType must be non-partitioned or partitioned")
     if conf.max_message_size <= 0:

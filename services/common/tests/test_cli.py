@@ -17,9 +17,9 @@ def test_pulsar_help_lists_commands():
 def test_an_invalid_setting_is_a_clear_error_not_a_traceback(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "pulsar_common.cli.main", "standalone", "--data-dir",
-         str(tmp_path), "--conf", "brokerDeduplicationEnabled=true"],
+         str(tmp_path), "--conf", "subscriptionKeySharedUseConsistentHashing=true"],
         capture_output=True, text=True,
     )
     assert result.returncode == 2
-    assert "brokerDeduplicationEnabled=true is not supported yet" in result.stderr
+    assert "subscriptionKeySharedUseConsistentHashing=true is not supported yet" in result.stderr
     assert "Traceback" not in result.stderr

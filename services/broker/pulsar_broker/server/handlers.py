@@ -7,6 +7,7 @@ subscriptions, and answers with the reply the official clients expect.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -19,10 +20,11 @@ from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.managed_ledger import errors as ml_errors
 from pulsar_broker.server import commands
 from pulsar_broker.subscriptions.consumer import Consumer, SubType
-from pulsar_broker.topics import entry_info
+from pulsar_broker.topics import deduplication, entry_info
 
 if TYPE_CHECKING:
     from pulsar_broker.server.connection import ConsumerHandle, ProducerHandle, ServerConnection
+    from pulsar_broker.topics.persistent_topic import PersistentTopic
 
 log = logging.getLogger(__name__)
 T = pb.BaseCommand
@@ -119,7 +121,8 @@ class Handlers:
 
         existing = self.cnx.producers.get(request.producer_id)
         if existing is not None:
-            self._producer_success(request.request_id, existing.producer.name)
+            self._producer_success(request.request_id, existing.producer.name,
+                                   existing.topic)
             return
         topic_name = naming.TopicName.parse(request.topic)
         topic = await self.service.get_topic(topic_name, create=True)
@@ -132,13 +135,15 @@ class Handlers:
         name = request.producer_name or self.service.generate_producer_name()
         producer = topic.add_producer(name, self.cnx.remote_address)
         self.cnx.producers[request.producer_id] = ProducerHandle(request.producer_id, topic, producer)
-        self._producer_success(request.request_id, name)
+        self._producer_success(request.request_id, name, topic)
 
-    def _producer_success(self, request_id: int, name: str) -> None:
+    def _producer_success(self, request_id: int, name: str, topic: PersistentTopic) -> None:
         reply = commands.base(T.PRODUCER_SUCCESS)
         reply.producer_success.request_id = request_id
         reply.producer_success.producer_name = name
-        reply.producer_success.last_sequence_id = -1
+        dedup = topic.deduplication
+        reply.producer_success.last_sequence_id = (
+            -1 if dedup is None else dedup.last_sequence_id(name))
         reply.producer_success.producer_ready = True
         self.cnx.write(reply)
 
@@ -162,14 +167,34 @@ class Handlers:
         data = bytes(received.entry)
         num_messages = request.num_messages if request.HasField("num_messages") else 1
         highest = request.highest_sequence_id if request.HasField("highest_sequence_id") else -1
-        try:
-            added = handle.topic.publish_future(handle.producer, data, num_messages)
-        except Exception as exc:  # noqa: BLE001 - refused at once: answered like a failed add
+        dedup = handle.topic.deduplication
+        if dedup is not None and dedup.is_duplicate(handle.producer.name, request.sequence_id,
+                                                    highest):
+            # Acknowledged as Apache does, with id (-1, -1), in order with the others.
             added = asyncio.get_running_loop().create_future()
-            added.set_exception(exc)
+            added.set_result(deduplication.DUPLICATE)
+        else:
+            try:
+                added = handle.topic.publish_future(handle.producer, data, num_messages)
+            except Exception as exc:  # noqa: BLE001 - refused at once: answered like a failed add
+                added = asyncio.get_running_loop().create_future()
+                added.set_exception(exc)
+            if dedup is not None:
+                added.add_done_callback(functools.partial(
+                    self._deduplication_outcome, dedup, handle.producer.name,
+                    request.sequence_id, highest))
         handle.in_flight.append((added, request.sequence_id, highest, num_messages))
         self.cnx.send_started()
         added.add_done_callback(lambda _f: self._send_receipts(handle))
+
+    @staticmethod
+    def _deduplication_outcome(dedup: deduplication.MessageDeduplication, name: str,
+                               sequence_id: int, highest: int,
+                               added: asyncio.Future[ml.Position]) -> None:
+        if added.cancelled() or added.exception() is not None:
+            dedup.publish_failed()
+        else:
+            dedup.persisted(name, sequence_id, highest, added.result())
 
     def _send_receipts(self, handle: ProducerHandle) -> None:
         """Answer completed SENDs in their order; a failed one closes the connection so
@@ -194,8 +219,8 @@ class Handlers:
             receipt.sequence_id = sequence_id
             if highest >= 0:
                 receipt.highest_sequence_id = highest
-            receipt.message_id.ledgerId = position.ledger_id
-            receipt.message_id.entryId = position.entry_id
+            receipt.message_id.ledgerId = position.ledger_id & 0xFFFFFFFFFFFFFFFF
+            receipt.message_id.entryId = position.entry_id & 0xFFFFFFFFFFFFFFFF
             self.cnx.write(reply)
 
     def close_producer(self, received: frame.Frame) -> None:

@@ -91,9 +91,19 @@ class BrokerService:
             name, ledger, self.config.dispatcher_max_read_batch_size,
             self.config.subscription_redelivery_tracker_enabled,
         )
+        if await self.deduplication_enabled(name.namespace_name):
+            await topic.enable_deduplication()
         await topic.load_durable_subscriptions()
         log.info("loaded topic %s", name)
         return topic
+
+    async def deduplication_enabled(self, ns: naming.NamespaceName) -> bool:
+        """The namespace's deduplicationEnabled policy when set, else brokerDeduplicationEnabled."""
+        try:
+            override = (await self.resources.get_policies(ns)).get("deduplicationEnabled")
+        except errors.NotFoundError:
+            override = None
+        return bool(self.config.broker_deduplication_enabled if override is None else override)
 
     async def check_namespace(self, ns: naming.NamespaceName) -> None:
         if not await self.resources.namespace_exists(ns):

@@ -16,9 +16,10 @@ from pulsar_common import naming
 
 from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
-from pulsar_broker.web import hooks
 from pulsar_broker.subscriptions.consumer import SubType
 from pulsar_broker.subscriptions.subscription import Subscription
+from pulsar_broker.topics import deduplication
+from pulsar_broker.web import hooks
 
 
 class Producer:
@@ -45,6 +46,7 @@ class PersistentTopic:
         self.bytes_in = 0
         self.closed = False
         self._metric_name = str(name)
+        self.deduplication: deduplication.MessageDeduplication | None = None
 
     def __str__(self) -> str:
         return str(self.name)
@@ -140,9 +142,15 @@ class PersistentTopic:
             str(self.name), name, cursor, SubType.EXCLUSIVE, self.name.partition_index,
             self.max_read_batch, self.track_redeliveries)
 
+    async def enable_deduplication(self) -> None:
+        self.deduplication = deduplication.MessageDeduplication(self.ledger)
+        await self.deduplication.load()
+
     async def load_durable_subscriptions(self) -> None:
         """Subscriptions live on as cursors: make them visible after a restart."""
         for cursor in self.ledger.cursors:
+            if cursor.name == deduplication.CURSOR_NAME:
+                continue
             if cursor.durable and cursor.name not in self.subscriptions:
                 self.subscriptions[cursor.name] = Subscription(
                     str(self.name), cursor.name, cursor, SubType.EXCLUSIVE,
@@ -212,7 +220,7 @@ class PersistentTopic:
             ],
             "subscriptions": {name: s.stats() for name, s in self.subscriptions.items()},
             "replication": {},
-            "deduplicationStatus": "Disabled",
+            "deduplicationStatus": "Enabled" if self.deduplication else "Disabled",
         }
 
     def internal_stats(self) -> dict[str, Any]:
