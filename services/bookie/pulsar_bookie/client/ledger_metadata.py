@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,32 @@ FORMAT_VERSION = 1
 
 def ledger_path(ledger_id: int) -> str:
     return f"{LEDGERS_PATH}/{ledger_id}"
+
+
+def new_open_ledger(
+    ledger_id: types.LedgerId,
+    quorums: tuple[int, int, int],
+    ensemble: tuple[types.BookieId, ...],
+    ctime_ms: int,
+    custom_metadata: Mapping[str, str] | None,
+    password: bytes,
+) -> api.LedgerMetadata:
+    """The metadata of a ledger just created: OPEN, empty, one fragment from entry 0.
+    quorums is (ensemble size, write quorum, ack quorum)."""
+    ensemble_size, write_quorum_size, ack_quorum_size = quorums
+    return api.LedgerMetadata(
+        ledger_id=ledger_id,
+        ensemble_size=ensemble_size,
+        write_quorum_size=write_quorum_size,
+        ack_quorum_size=ack_quorum_size,
+        state=api.LedgerState.OPEN,
+        last_entry_id=types.INVALID_ENTRY_ID,
+        length=0,
+        ensembles=(api.Fragment(types.EntryId(0), ensemble),),
+        ctime_ms=ctime_ms,
+        custom_metadata=dict(custom_metadata or {}),
+        password=password,
+    )
 
 
 def to_json(metadata: api.LedgerMetadata) -> bytes:

@@ -237,19 +237,8 @@ class LocalLedgerClient:
                 f"{write_quorum_size}/{ack_quorum_size})"
             )
         ledger_id = await self._meta.new_ledger_id()
-        metadata = api.LedgerMetadata(
-            ledger_id=ledger_id,
-            ensemble_size=1,
-            write_quorum_size=1,
-            ack_quorum_size=1,
-            state=api.LedgerState.OPEN,
-            last_entry_id=types.INVALID_ENTRY_ID,
-            length=0,
-            ensembles=(api.Fragment(types.EntryId(0), (self._bookie_id,)),),
-            ctime_ms=self._now_ms(),
-            custom_metadata=dict(custom_metadata or {}),
-            password=password,
-        )
+        metadata = ledger_metadata.new_open_ledger(
+            ledger_id, (1, 1, 1), (self._bookie_id,), self._now_ms(), custom_metadata, password)
         versioned = await self._meta.create(metadata)
         return LocalWriteHandle(self._storage, self._meta, versioned)
 

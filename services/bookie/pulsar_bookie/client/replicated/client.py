@@ -60,19 +60,10 @@ class ReplicatedLedgerClient:
                 f"invalid quorums E={ensemble_size} WQ={write_quorum_size} AQ={ack_quorum_size}")
         ensemble = placement.choose_ensemble(await self._source.bookies(), ensemble_size,
                                              self._rng)
-        metadata = api.LedgerMetadata(
-            ledger_id=await self._meta.new_ledger_id(),
-            ensemble_size=ensemble_size,
-            write_quorum_size=write_quorum_size,
-            ack_quorum_size=ack_quorum_size,
-            state=api.LedgerState.OPEN,
-            last_entry_id=types.INVALID_ENTRY_ID,
-            length=0,
-            ensembles=(api.Fragment(types.EntryId(0), tuple(ensemble)),),
-            ctime_ms=self._now_ms(),
-            custom_metadata=dict(custom_metadata or {}),
-            password=password,
-        )
+        metadata = ledger_metadata.new_open_ledger(
+            await self._meta.new_ledger_id(),
+            (ensemble_size, write_quorum_size, ack_quorum_size), tuple(ensemble),
+            self._now_ms(), custom_metadata, password)
         versioned = await self._meta.create(metadata)
         return ReplicatedWriteHandle(versioned, self._meta, self._pool, self._source,
                                      self._settings, self._rng)

@@ -91,7 +91,7 @@ async def fence(handle: ReplicatedReadHandle, settings: ClientSettings) -> types
 
 
 def pool_of(handle: ReplicatedReadHandle) -> bookie_rpc.BookieRpcPool:
-    return handle._pool  # noqa: SLF001 - recovery is part of the handle's package
+    return handle._pool
 
 
 async def recover_tail(handle: ReplicatedReadHandle, lac: types.EntryId,
