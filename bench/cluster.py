@@ -67,12 +67,7 @@ RESUME_TARGET_S = 2.0
 PRODUCE_RATIO_TARGET = 0.5
 
 
-@dataclass(frozen=True)
-class Figure:
-    label: str
-    key: str
-    higher_is_better: bool
-
+Figure = broker_vs_lite.Figure
 
 FIGURES = (
     Figure("batched produce msg/s", "produce_msg_per_s", True),

@@ -1,4 +1,5 @@
-"""Builders of the commands the broker sends, as BaseCommand messages."""
+"""What the broker adds to the wire package's command constructors: its version, the
+ServerError code for each of its exceptions, and client message ids as positions."""
 
 from __future__ import annotations
 
@@ -14,34 +15,6 @@ T = pb.BaseCommand
 SERVER_VERSION = "pulsar-py 0.1.0"
 #: Highest protocol version this broker speaks.
 PROTOCOL_VERSION = 20
-
-
-def base(command_type: int) -> pb.BaseCommand:
-    command = pb.BaseCommand()
-    command.type = command_type  # type: ignore[assignment]
-    return command
-
-
-def connected(client_version: int, max_message_size: int) -> pb.BaseCommand:
-    command = base(T.CONNECTED)
-    command.connected.server_version = SERVER_VERSION
-    command.connected.protocol_version = min(client_version, PROTOCOL_VERSION)
-    command.connected.max_message_size = max_message_size
-    return command
-
-
-def success(request_id: int) -> pb.BaseCommand:
-    command = base(T.SUCCESS)
-    command.success.request_id = request_id
-    return command
-
-
-def error(request_id: int, code: int, message: str) -> pb.BaseCommand:
-    command = base(T.ERROR)
-    command.error.request_id = request_id
-    command.error.error = code  # type: ignore[assignment]
-    command.error.message = message
-    return command
 
 
 def server_error_of(exc: BaseException) -> int:
@@ -67,15 +40,6 @@ _ERROR_CODES: list[tuple[type[BaseException], int]] = [
     (errors.ServiceNotReadyError, pb.ServiceNotReady),
     (naming.InvalidTopicNameError, pb.InvalidTopicName),
 ]
-
-
-def message_id(position: ml.Position, partition: int = -1) -> pb.MessageIdData:
-    data = pb.MessageIdData()
-    data.ledgerId = position.ledger_id & 0xFFFFFFFFFFFFFFFF
-    data.entryId = position.entry_id & 0xFFFFFFFFFFFFFFFF
-    if partition >= 0:
-        data.partition = partition
-    return data
 
 
 def position_of(data: pb.MessageIdData) -> ml.Position:

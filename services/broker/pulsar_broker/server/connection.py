@@ -17,8 +17,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pulsar_common import naming
+from pulsar_common.wire import codes, frame
+from pulsar_common.wire import commands as replies
+from pulsar_common.wire import entry as wire_entry
 from pulsar_common.wire import errors as wire_errors
-from pulsar_common.wire import frame
 from pulsar_common.wire import pulsar_api_pb2 as pb
 
 from pulsar_broker.managed_ledger import api as ml
@@ -159,7 +161,7 @@ class ServerConnection(asyncio.Protocol):
                     log.exception("handler failed on %s", self.remote_address)
                     return
                 log.info("request %s from %s failed: %s", request_id, self.remote_address, exc)
-                self.write(commands.error(request_id, commands.server_error_of(exc), str(exc)))
+                self.write(replies.error(request_id, commands.server_error_of(exc), str(exc)))
 
         task = asyncio.get_running_loop().create_task(guarded())
         self._tasks.add(task)
@@ -202,42 +204,29 @@ class ServerConnection(asyncio.Protocol):
             return
         self._seen_since_ping = False
         if self.connected:
-            self.write(commands.base(T.PING))
+            self.write(replies.ping())
         self._schedule_keepalive()
 
     # ConsumerConnection (what consumers call)
 
     def send_message(self, consumer_id: int, position: ml.Position, redelivery_count: int,
                      data: bytes, partition: int) -> None:
-        command = commands.base(T.MESSAGE)
-        message = command.message
-        message.consumer_id = consumer_id
-        message.message_id.ledgerId = position.ledger_id
-        message.message_id.entryId = position.entry_id
-        if redelivery_count:
-            message.redelivery_count = redelivery_count
-        header, entry = frame.payload_frame_parts(command, data)
+        header, entry = wire_entry.message_frame_parts(
+            consumer_id, position.ledger_id, position.entry_id, data,
+            redelivery_count=redelivery_count,
+            with_checksum=codes.supports_checksum(self.protocol_version))
         self.write_parts(header, entry)
 
     def send_active_consumer_change(self, consumer_id: int, is_active: bool) -> None:
-        command = commands.base(T.ACTIVE_CONSUMER_CHANGE)
-        command.active_consumer_change.consumer_id = consumer_id
-        command.active_consumer_change.is_active = is_active
-        self.write(command)
+        self.write(replies.active_consumer_change(consumer_id, is_active))
 
     def send_close_consumer(self, consumer_id: int) -> None:
         self.consumers.pop(consumer_id, None)
-        command = commands.base(T.CLOSE_CONSUMER)
-        command.close_consumer.consumer_id = consumer_id
-        command.close_consumer.request_id = 0
-        self.write(command)
+        self.write(replies.close_consumer(consumer_id, 0))
 
     def send_close_producer(self, producer_id: int) -> None:
         self.producers.pop(producer_id, None)
-        command = commands.base(T.CLOSE_PRODUCER)
-        command.close_producer.producer_id = producer_id
-        command.close_producer.request_id = 0
-        self.write(command)
+        self.write(replies.close_producer(producer_id, 0))
 
     # Teardown
 

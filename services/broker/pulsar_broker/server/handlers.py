@@ -12,6 +12,8 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from pulsar_common import naming
+from pulsar_common.wire import commands as replies
+from pulsar_common.wire import entry as wire_entry
 from pulsar_common.wire import frame
 from pulsar_common.wire import pulsar_api_pb2 as pb
 
@@ -60,10 +62,12 @@ class Handlers:
     def connect(self, connect: pb.CommandConnect) -> None:
         self.cnx.protocol_version = connect.protocol_version
         self.cnx.connected = True
-        self.cnx.write(commands.connected(connect.protocol_version, self.cnx.config.max_message_size))
+        self.cnx.write(replies.connected(
+            commands.SERVER_VERSION, min(connect.protocol_version, commands.PROTOCOL_VERSION),
+            max_message_size=self.cnx.config.max_message_size))
 
     def ping(self, received: frame.Frame) -> None:
-        self.cnx.write(commands.base(T.PONG))
+        self.cnx.write(replies.pong())
 
     # Lookups
 
@@ -72,42 +76,27 @@ class Handlers:
         self.cnx.spawn(self._partitioned_metadata(request), None)
 
     async def _partitioned_metadata(self, request: pb.CommandPartitionedTopicMetadata) -> None:
-        reply = commands.base(T.PARTITIONED_METADATA_RESPONSE)
-        response = reply.partitionMetadataResponse
-        response.request_id = request.request_id
         try:
             topic = naming.TopicName.parse(request.topic)
-            response.partitions = await self.service.partitioned_metadata(topic, auto_create=True)
-            response.response = pb.CommandPartitionedTopicMetadataResponse.Success
-        except naming.InvalidTopicNameError as exc:
-            self._fail(response, pb.InvalidTopicName, str(exc))
-        except Exception as exc:
-            self._fail(response, commands.server_error_of(exc), str(exc))
+            partitions = await self.service.partitioned_metadata(topic, auto_create=True)
+            reply = replies.partitioned_metadata_response(request.request_id, partitions)
+        except Exception as exc:  # noqa: BLE001 - every failure is answered, never dropped
+            reply = replies.partitioned_metadata_failed(
+                request.request_id, commands.server_error_of(exc), str(exc))
         self.cnx.write(reply)
-
-    @staticmethod
-    def _fail(response: Any, code: int, message: str) -> None:
-        response.response = response.Failed
-        response.error = code
-        response.message = message
 
     def lookup(self, received: frame.Frame) -> None:
         self.cnx.spawn(self._lookup(received.command.lookupTopic), None)
 
     async def _lookup(self, request: pb.CommandLookupTopic) -> None:
-        reply = commands.base(T.LOOKUP_RESPONSE)
-        response = reply.lookupTopicResponse
-        response.request_id = request.request_id
         try:
             topic = naming.TopicName.parse(request.topic)
             await self.service.check_namespace(topic.namespace_name)
-            response.brokerServiceUrl = self.service.broker_service_url
-            response.response = pb.CommandLookupTopicResponse.Connect
-            response.authoritative = True
-        except naming.InvalidTopicNameError as exc:
-            self._fail(response, pb.InvalidTopicName, str(exc))
-        except Exception as exc:
-            self._fail(response, commands.server_error_of(exc), str(exc))
+            reply = replies.lookup_response(request.request_id, self.service.broker_service_url,
+                                            authoritative=True)
+        except Exception as exc:  # noqa: BLE001 - every failure is answered, never dropped
+            reply = replies.lookup_failed(request.request_id, commands.server_error_of(exc),
+                                          str(exc))
         self.cnx.write(reply)
 
     # Producers
@@ -129,7 +118,7 @@ class Handlers:
         if topic is None:
             raise errors.TopicNotFoundError(f"Topic {topic_name} does not exist")
         if topic.ledger.is_terminated:
-            self.cnx.write(commands.error(request.request_id, pb.TopicTerminatedError,
+            self.cnx.write(replies.error(request.request_id, pb.TopicTerminatedError,
                                           "Topic was terminated"))
             return
         name = request.producer_name or self.service.generate_producer_name()
@@ -138,14 +127,9 @@ class Handlers:
         self._producer_success(request.request_id, name, topic)
 
     def _producer_success(self, request_id: int, name: str, topic: PersistentTopic) -> None:
-        reply = commands.base(T.PRODUCER_SUCCESS)
-        reply.producer_success.request_id = request_id
-        reply.producer_success.producer_name = name
         dedup = topic.deduplication
-        reply.producer_success.last_sequence_id = (
-            -1 if dedup is None else dedup.last_sequence_id(name))
-        reply.producer_success.producer_ready = True
-        self.cnx.write(reply)
+        last = -1 if dedup is None else dedup.last_sequence_id(name)
+        self.cnx.write(replies.producer_success(request_id, name, last_sequence_id=last))
 
     def send(self, received: frame.Frame) -> None:
         request = received.command.send
@@ -156,12 +140,8 @@ class Handlers:
             self.cnx.close()
             return
         if not received.checksum_valid:
-            reply = commands.base(T.SEND_ERROR)
-            reply.send_error.producer_id = request.producer_id
-            reply.send_error.sequence_id = request.sequence_id
-            reply.send_error.error = pb.ChecksumError
-            reply.send_error.message = "Checksum failed on the broker"
-            self.cnx.write(reply)
+            self.cnx.write(replies.send_error(request.producer_id, request.sequence_id,
+                                              pb.ChecksumError, "Checksum failed on the broker"))
             return
         assert received.entry is not None
         data = bytes(received.entry)
@@ -213,15 +193,9 @@ class Handlers:
                 self.cnx.close()
                 continue
             position = added.result()
-            reply = commands.base(T.SEND_RECEIPT)
-            receipt = reply.send_receipt
-            receipt.producer_id = handle.producer_id
-            receipt.sequence_id = sequence_id
-            if highest >= 0:
-                receipt.highest_sequence_id = highest
-            receipt.message_id.ledgerId = position.ledger_id & 0xFFFFFFFFFFFFFFFF
-            receipt.message_id.entryId = position.entry_id & 0xFFFFFFFFFFFFFFFF
-            self.cnx.write(reply)
+            self.cnx.write(replies.send_receipt(
+                handle.producer_id, sequence_id, position.ledger_id, position.entry_id,
+                highest_sequence_id=highest if highest >= 0 else None))
 
     def close_producer(self, received: frame.Frame) -> None:
         request = received.command.close_producer
@@ -235,7 +209,7 @@ class Handlers:
             if pending:
                 await asyncio.wait(pending)
             handle.topic.remove_producer(handle.producer)
-        self.cnx.write(commands.success(request.request_id))
+        self.cnx.write(replies.success(request.request_id))
 
     # Consumers
 
@@ -247,7 +221,7 @@ class Handlers:
         from pulsar_broker.server.connection import ConsumerHandle
 
         if request.consumer_id in self.cnx.consumers:
-            self.cnx.write(commands.success(request.request_id))
+            self.cnx.write(replies.success(request.request_id))
             return
         topic_name = naming.TopicName.parse(request.topic)
         create = request.force_topic_creation if request.HasField("force_topic_creation") else True
@@ -270,7 +244,7 @@ class Handlers:
         )
         subscription.add_consumer(consumer)
         self.cnx.consumers[request.consumer_id] = ConsumerHandle(topic, subscription, consumer)
-        self.cnx.write(commands.success(request.request_id))
+        self.cnx.write(replies.success(request.request_id))
 
     @staticmethod
     def _start_position(data: pb.MessageIdData) -> tuple[ml.Position, bool]:
@@ -309,17 +283,14 @@ class Handlers:
                 try:
                     await handle.subscription.acknowledge(
                         handle.consumer, positions, request.ack_type == pb.CommandAck.Cumulative)
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - reported in the ACK_RESPONSE
                     error = exc
                     log.info("ack on %s failed: %s", handle.topic, exc)
         if request.HasField("request_id"):
-            reply = commands.base(T.ACK_RESPONSE)
-            reply.ackResponse.consumer_id = request.consumer_id
-            reply.ackResponse.request_id = request.request_id
-            if error is not None:
-                reply.ackResponse.error = commands.server_error_of(error)  # type: ignore[assignment]
-                reply.ackResponse.message = str(error)
-            self.cnx.write(reply)
+            self.cnx.write(replies.ack_response(
+                request.consumer_id, request.request_id,
+                code=None if error is None else commands.server_error_of(error),
+                message=None if error is None else str(error)))
 
     def redeliver(self, received: frame.Frame) -> None:
         request = received.command.redeliverUnacknowledgedMessages
@@ -336,17 +307,17 @@ class Handlers:
     async def _unsubscribe(self, request: pb.CommandUnsubscribe) -> None:
         handle = self.cnx.consumers.get(request.consumer_id)
         if handle is None:
-            self.cnx.write(commands.success(request.request_id))
+            self.cnx.write(replies.success(request.request_id))
             return
         others = [c for c in handle.subscription.consumers if c is not handle.consumer]
         if others and not request.force:
-            self.cnx.write(commands.error(request.request_id, pb.UnknownError,
+            self.cnx.write(replies.error(request.request_id, pb.UnknownError,
                                           "Subscription has other connected consumers"))
             return
         self.cnx.consumers.pop(request.consumer_id, None)
         handle.subscription.remove_consumer(handle.consumer)
         await handle.topic.unsubscribe(handle.subscription.name, force=True)
-        self.cnx.write(commands.success(request.request_id))
+        self.cnx.write(replies.success(request.request_id))
 
     def close_consumer(self, received: frame.Frame) -> None:
         request = received.command.close_consumer
@@ -356,7 +327,7 @@ class Handlers:
         handle = self.cnx.consumers.pop(request.consumer_id, None)
         if handle is not None:
             await self.remove_consumer(handle)
-        self.cnx.write(commands.success(request.request_id))
+        self.cnx.write(replies.success(request.request_id))
 
     async def remove_consumer(self, handle: ConsumerHandle) -> None:
         """Detach a consumer; a durable subscription left without consumers persists its
@@ -387,7 +358,7 @@ class Handlers:
             if target.ledger_id < 0:
                 target = ml.EARLIEST
         await handle.subscription.reset_cursor(target)
-        self.cnx.write(commands.success(request.request_id))
+        self.cnx.write(replies.success(request.request_id))
 
     def get_last_message_id(self, received: frame.Frame) -> None:
         request = received.command.getLastMessageId
@@ -399,23 +370,19 @@ class Handlers:
             raise errors.NotFoundError("Consumer not found")
         ledger = handle.topic.ledger
         last = ledger.last_confirmed_entry
-        reply = commands.base(T.GET_LAST_MESSAGE_ID_RESPONSE)
-        response = reply.getLastMessageIdResponse
-        response.request_id = request.request_id
-        response.last_message_id.ledgerId = last.ledger_id & 0xFFFFFFFFFFFFFFFF
-        response.last_message_id.entryId = last.entry_id & 0xFFFFFFFFFFFFFFFF
-        partition = handle.topic.name.partition_index
-        if partition >= 0:
-            response.last_message_id.partition = partition
+        batch_index = -1
         if last.entry_id >= 0:
-            entry = await ledger.read_entry(last)
-            info = entry_info.entry_info(entry.data)
-            if entry_info.parse_metadata(entry.data).HasField("num_messages_in_batch"):
-                response.last_message_id.batch_index = info.num_messages - 1
+            metadata = entry_info.parse_metadata((await ledger.read_entry(last)).data)
+            if metadata.HasField("num_messages_in_batch"):
+                batch_index = metadata.num_messages_in_batch - 1
+        last_id = wire_entry.message_id(last.ledger_id, last.entry_id,
+                                        partition=handle.topic.name.partition_index,
+                                        batch_index=batch_index)
         mark_delete = handle.subscription.cursor.mark_delete_position
-        response.consumer_mark_delete_position.ledgerId = mark_delete.ledger_id & 0xFFFFFFFFFFFFFFFF
-        response.consumer_mark_delete_position.entryId = mark_delete.entry_id & 0xFFFFFFFFFFFFFFFF
-        self.cnx.write(reply)
+        self.cnx.write(replies.get_last_message_id_response(
+            request.request_id, last_id,
+            consumer_mark_delete_position=wire_entry.message_id(mark_delete.ledger_id,
+                                                                mark_delete.entry_id)))
 
     def get_topics_of_namespace(self, received: frame.Frame) -> None:
         request = received.command.getTopicsOfNamespace
@@ -425,25 +392,17 @@ class Handlers:
         ns = naming.NamespaceName.parse(request.namespace)
         mode = pb.CommandGetTopicsOfNamespace.Mode.Name(request.mode)
         topics = await self.service.topics_of_namespace(ns, mode)
-        reply = commands.base(T.GET_TOPICS_OF_NAMESPACE_RESPONSE)
-        response = reply.getTopicsOfNamespaceResponse
-        response.request_id = request.request_id
-        response.topics.extend(topics)
-        response.filtered = False
-        response.changed = True
-        self.cnx.write(reply)
+        # Unfiltered: the client applies its own pattern.
+        self.cnx.write(replies.get_topics_of_namespace_response(request.request_id, topics))
 
     def get_schema(self, received: frame.Frame) -> None:
         request = received.command.getSchema
-        reply = commands.base(T.GET_SCHEMA_RESPONSE)
-        reply.getSchemaResponse.request_id = request.request_id
-        reply.getSchemaResponse.error_code = pb.TopicNotFound
-        reply.getSchemaResponse.error_message = "Topic not found or no-schema"
-        self.cnx.write(reply)
+        self.cnx.write(replies.get_schema_error(request.request_id, pb.TopicNotFound,
+                                                "Topic not found or no-schema"))
 
     def consumer_stats(self, received: frame.Frame) -> None:
         request = received.command.consumerStats
-        reply = commands.base(T.CONSUMER_STATS_RESPONSE)
+        reply = pb.BaseCommand(type=T.CONSUMER_STATS_RESPONSE)
         response = reply.consumerStatsResponse
         response.request_id = request.request_id
         handle = self.cnx.consumers.get(request.consumer_id)
