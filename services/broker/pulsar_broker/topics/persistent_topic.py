@@ -63,9 +63,6 @@ class PersistentTopic:
     def remove_producer(self, producer: Producer) -> None:
         self.producers.pop(producer.producer_id, None)
 
-    async def publish(self, producer: Producer, data: bytes, num_messages: int) -> ml.Position:
-        return await asyncio.shield(self.publish_future(producer, data, num_messages))
-
     def publish_future(
         self, producer: Producer, data: bytes, num_messages: int
     ) -> asyncio.Future[ml.Position]:
