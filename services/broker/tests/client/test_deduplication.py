@@ -8,7 +8,7 @@ import uuid
 import pulsar
 import pytest
 
-from pulsar_broker.testing import StandaloneProcess
+from pulsar_broker.testing import StandaloneProcess, close_after_broker_death
 
 
 @pytest.fixture
@@ -61,7 +61,7 @@ def test_deduplication_state_survives_sigkill(dedup_node):
     for i in range(10):
         producer.send(b"m%d" % i, sequence_id=i)
     dedup_node.kill()
-    client.close()
+    close_after_broker_death(client)
     dedup_node.start()
     client = pulsar.Client(dedup_node.service_url, operation_timeout_seconds=30)
     producer = client.create_producer(topic, producer_name="p3", batching_enabled=False)

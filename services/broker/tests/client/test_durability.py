@@ -6,7 +6,7 @@ import hashlib
 
 import pulsar
 
-from pulsar_broker.testing import StandaloneProcess, receive_all
+from pulsar_broker.testing import StandaloneProcess, close_after_broker_death, receive_all
 
 TOPIC = "persistent://public/default/durable"
 
@@ -41,7 +41,7 @@ def test_acknowledged_messages_survive_sigkill_and_subscriptions_resume(tmp_path
         closed_sub.close()
         receive_all(open_sub, count // 3)
         node.kill()
-        client.close()
+        close_after_broker_death(client)
 
         node.start()
         client = pulsar.Client(node.service_url, operation_timeout_seconds=30)
