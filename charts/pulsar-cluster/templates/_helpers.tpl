@@ -77,3 +77,47 @@ bookkeeper.replicas (the operator would only report the spec as invalid).
 {{- fail (printf "broker.config.%s (%v) must not exceed %s (%v)" $aq (get $config $aq) $wq (get $config $wq)) }}
 {{- end }}
 {{- end }}
+
+{{/*
+In-cluster URLs of the cluster's services, named the way the operator names
+them (pulsar_operator.cluster_config): <name>-<component>.<namespace>.svc.
+The binary-protocol URL is the proxy's when a proxy runs (as the
+PulsarCluster's status.brokerServiceURL), the admin URL the brokers'
+(status.webServiceURL).
+*/}}
+{{- define "pulsar-cluster.serviceHost" -}}
+{{- printf "%s-%s.%s.svc" (include "pulsar-cluster.name" .root) .component .root.Release.Namespace }}
+{{- end }}
+
+{{- define "pulsar-cluster.webServiceURL" -}}
+{{- printf "http://%s:8080" (include "pulsar-cluster.serviceHost" (dict "root" . "component" "broker")) }}
+{{- end }}
+
+{{- define "pulsar-cluster.brokerServiceURL" -}}
+{{- $component := "broker" }}
+{{- if and .Values.proxy.enabled (gt (int .Values.proxy.replicas) 0) }}
+{{- $component = "proxy" }}
+{{- end }}
+{{- printf "pulsar://%s:6650" (include "pulsar-cluster.serviceHost" (dict "root" . "component" $component)) }}
+{{- end }}
+
+{{- define "pulsar-cluster.metadataStoreURL" -}}
+{{- if .Values.etcd.externalEndpoints }}
+{{- printf "etcd:%s" (join "," .Values.etcd.externalEndpoints) }}
+{{- else }}
+{{- printf "etcd:http://%s:2379" (include "pulsar-cluster.serviceHost" (dict "root" . "component" "etcd")) }}
+{{- end }}
+{{- end }}
+
+{{/* The ServiceAccount the Spark drivers run as. */}}
+{{- define "pulsar-cluster.sparkServiceAccount" -}}
+{{- default (printf "%s-spark" (include "pulsar-cluster.name" .)) .Values.sparkSql.serviceAccount.name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels of the Spark SQL objects: the chart's, naming the application pulsar-sql. */}}
+{{- define "pulsar-cluster.sparkLabels" -}}
+{{- $labels := include "pulsar-cluster.labels" . | fromYaml }}
+{{- $_ := set $labels "app.kubernetes.io/name" "pulsar-sql" }}
+{{- $_ := set $labels "app.kubernetes.io/component" "spark-job" }}
+{{- toYaml $labels }}
+{{- end }}
