@@ -403,3 +403,14 @@ def test_chart_with_spark_jobs_passes_helm_lint_in_strict_mode() -> None:
     report = helm_python.lint(CHART, spark_values(a_job()), strict=True, namespace="pulsar")
     problems = [m for m in report["messages"] if m["severity"] >= 2]
     assert problems == [] and report["errors"] == [], report
+
+
+def test_the_example_values_of_docs_helm_md_render_valid_jobs(render_chart: Any) -> None:
+    docs = (REPO / "docs" / "helm.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in docs.split("```yaml\n")[1:]]
+    (example,) = [yaml.safe_load(b) for b in blocks if b.startswith("sparkSql:")]
+    manifests = render_chart(CHART, example)
+    applications = spark_applications(manifests)
+    assert set(applications) == {job["name"] for job in example["sparkSql"]["jobs"]}
+    for application in applications.values():
+        validate_spark_application(application)
