@@ -67,7 +67,9 @@ class ClusterBroker:
 
     async def start(self) -> None:
         conf = self.settings.broker
-        self.store = await md_factory.create_store(conf.metadata_store_url)
+        self.store = await md_factory.create_store(
+            conf.metadata_store_url,
+            session_timeout_s=conf.metadata_store_session_timeout_millis / 1000.0)
         self.pool = bookie_net.BookieClientPool()
         ledger_client = replicated.ReplicatedLedgerClient(
             self.store, self.pool, RegisteredBookies(self.store))

@@ -22,6 +22,10 @@ class BrokerConfig:
     metadata_store_url: str = setting(
         "metadataStoreUrl", "", "etcd:http://host:2379 or rocksdb:/path; empty means <data-dir>/metadata"
     )
+    metadata_store_session_timeout_millis: int = setting(
+        "metadataStoreSessionTimeoutMillis", 30000,
+        "How long a broker may lose the metadata store before its bundles go to other brokers",
+    )
     bind_address: str = setting("bindAddress", "0.0.0.0", "Address the listeners bind to")
     advertised_address: str = setting(
         "advertisedAddress", "localhost", "Host name clients are told to connect to"
@@ -65,6 +69,8 @@ def _validate(conf: BrokerConfig) -> None:
                                  "yet: Key_Shared uses auto-split hash ranges")
     if conf.allow_auto_topic_creation_type not in ("non-partitioned", "partitioned"):
         raise errors.ConfigError("allowAutoTopicCreationType must be non-partitioned or partitioned")
+    if conf.metadata_store_session_timeout_millis < 1000:
+        raise errors.ConfigError("metadataStoreSessionTimeoutMillis must be at least 1000")
     if conf.max_message_size <= 0:
         raise errors.ConfigError("maxMessageSize must be positive")
 

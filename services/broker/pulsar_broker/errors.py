@@ -38,3 +38,12 @@ class TopicNotFoundError(NotFoundError):
 class ServiceNotReadyError(BrokerError):
     http_status = 503
     retriable = True
+
+
+class BundleOwnedElsewhereError(ServiceNotReadyError):
+    """The topic's namespace bundle is served by another broker: binary clients are told
+    ServiceNotReady (they look the topic up again); the admin API redirects to the owner."""
+
+    def __init__(self, message: str, owner_http_url: str) -> None:
+        super().__init__(message)
+        self.owner_http_url = owner_http_url

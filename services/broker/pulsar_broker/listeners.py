@@ -28,6 +28,7 @@ class BrokerListeners:
 
     async def start(self) -> None:
         conf = self.service.config
+        await self.service.start()
         self._server = await connection.start_server(
             self.service, conf.bind_address, conf.broker_service_port)
         self._web_runner = aiohttp_web.AppRunner(web_app.create_app(self.service),

@@ -3,6 +3,8 @@
 For trying a real cluster on one machine, and for the end-to-end tests (which
 use the LocalCluster class directly): every process has its own free ports and
 data directory, is found by pid, and is stopped (or SIGKILLed) individually.
+With several brokers, each namespace bundle is served by one of them (see
+pulsar_broker.namespace); clients may start their lookups at any broker.
 """
 
 from __future__ import annotations
@@ -29,10 +31,8 @@ class LocalCluster:
                  journal_sync: bool = True) -> None:
         if not 1 <= ack_quorum <= write_quorum <= ensemble <= bookies:
             raise errors.ConfigError("need 1 <= ack quorum <= write quorum <= ensemble <= bookies")
-        if brokers > 1:
-            # Without namespace bundle ownership every broker would serve every topic.
-            raise errors.ConfigError("more than one broker needs namespace bundle ownership, "
-                             "which is not implemented yet: use --brokers 1")
+        if brokers < 1:
+            raise errors.ConfigError("need at least one broker")
         self.data_dir = data_dir
         self.etcd = etcd_server.EtcdServer(data_dir / "etcd", testing.free_port(),
                                            testing.free_port())
@@ -56,7 +56,10 @@ class LocalCluster:
 
     @property
     def service_url(self) -> str:
-        return self.brokers[0].service_url
+        """Every broker, as the client's multi-host service URL: lookups go to whichever
+        answers, so the cluster stays reachable while one broker is down."""
+        hosts = ",".join(b.service_url.removeprefix("pulsar://") for b in self.brokers)
+        return f"pulsar://{hosts}"
 
     @property
     def web_url(self) -> str:

@@ -92,7 +92,8 @@ class Handlers:
         try:
             topic = naming.TopicName.parse(request.topic)
             await self.service.check_namespace(topic.namespace_name)
-            reply = replies.lookup_response(request.request_id, self.service.broker_service_url,
+            owner = await self.service.namespaces.lookup(topic, request.authoritative)
+            reply = replies.lookup_response(request.request_id, owner.native_url,
                                             authoritative=True)
         except Exception as exc:  # noqa: BLE001 - every failure is answered, never dropped
             reply = replies.lookup_failed(request.request_id, commands.server_error_of(exc),
@@ -122,7 +123,9 @@ class Handlers:
                                           "Topic was terminated"))
             return
         name = request.producer_name or self.service.generate_producer_name()
-        producer = topic.add_producer(name, self.cnx.remote_address)
+        producer = topic.add_producer(
+            name, self.cnx.remote_address,
+            functools.partial(self.cnx.send_close_producer, request.producer_id))
         self.cnx.producers[request.producer_id] = ProducerHandle(request.producer_id, topic, producer)
         self._producer_success(request.request_id, name, topic)
 

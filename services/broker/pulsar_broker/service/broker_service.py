@@ -1,12 +1,14 @@
 """Loads, creates and removes topics; answers partitioned-metadata and lookup questions.
 
 Topics are loaded once per name (concurrent requests share the load) and kept
-until they are deleted, unloaded or the broker stops.
+until they are deleted, unloaded or the broker stops. A topic is loaded only
+while this broker owns its namespace bundle (see pulsar_broker.namespace).
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import logging
 import re
 from typing import Any
@@ -17,6 +19,9 @@ from pulsar_common import naming
 from pulsar_broker import config as broker_config
 from pulsar_broker import errors, resources
 from pulsar_broker.managed_ledger import api as ml
+from pulsar_broker.namespace.bundles import NamespaceBundle
+from pulsar_broker.namespace.ownership import BrokerUrls
+from pulsar_broker.namespace.service import NamespaceService
 from pulsar_broker.topics.persistent_topic import PersistentTopic
 
 log = logging.getLogger(__name__)
@@ -38,6 +43,14 @@ class BrokerService:
         self._topics: dict[str, asyncio.Future[PersistentTopic]] = {}
         self._producer_names = 0
         self.broker_id = f"{config.advertised_address}:{config.web_service_port}"
+        self.namespaces = NamespaceService(
+            pulsar_resources, BrokerUrls(self.broker_service_url, self.web_service_url),
+            self.broker_id, config.cluster_name, _version())
+        self.namespaces.on_bundles_lost = self._unload_topics_of
+
+    async def start(self) -> None:
+        """Register as a live broker (bundles can be assigned to it from now on)."""
+        await self.namespaces.start()
 
     @property
     def broker_service_url(self) -> str:
@@ -69,6 +82,7 @@ class BrokerService:
         if not exists:
             if not create or not await self.may_create_topic(name):
                 return None
+        await self.namespaces.check_ownership(name)
         future = self._topics.get(key)
         if future is not None:
             return await asyncio.shield(future)
@@ -172,6 +186,35 @@ class BrokerService:
         if future is not None and future.done() and not future.exception():
             await future.result().close()
 
+    async def unload_bundle(self, bundle: NamespaceBundle) -> None:
+        """Close the bundle's topics (their clients reconnect and look them up again),
+        then give the bundle up so any broker may take it."""
+        await self._unload_topics_of([bundle])
+        await self.namespaces.release(bundle)
+
+    async def _unload_topics_of(self, bundles: list[NamespaceBundle]) -> None:
+        wanted = set(bundles)
+        namespaces = {b.namespace for b in wanted}
+        for topic in self.loaded_topics:
+            if topic.name.namespace_name not in namespaces:
+                continue
+            try:
+                inside = await self.namespaces.bundle_of(topic.name) in wanted
+            except errors.NotFoundError:
+                inside = True  # The namespace is gone: nothing of it stays loaded.
+            if inside:
+                await self.unload_topic(topic.name)
+
+    async def topics_of_bundle(self, bundle: NamespaceBundle) -> list[naming.TopicName]:
+        """Stored topics (and partitions) of the namespace that fall into bundle."""
+        names = await self.topics_of_namespace(bundle.namespace)
+        result = []
+        for text in names:
+            name = naming.TopicName.parse(text)
+            if await self.namespaces.bundle_of(name) == bundle:
+                result.append(name)
+        return result
+
     async def topics_of_namespace(self, ns: naming.NamespaceName, mode: str = "PERSISTENT",
                                   pattern: str | None = None) -> list[str]:
         """Non-partitioned topics and partitions, as the client's regex subscriptions expect."""
@@ -197,3 +240,11 @@ class BrokerService:
                     log.exception("closing topic failed")
         self._topics.clear()
         await self.ledger_factory.shutdown()
+        await self.namespaces.close()
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("pulsar-py")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"

@@ -10,6 +10,7 @@ import asyncio
 import functools
 import itertools
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pulsar_common import naming
@@ -23,8 +24,11 @@ from pulsar_broker.web import hooks
 
 
 class Producer:
-    def __init__(self, producer_id: int, name: str, remote_address: str) -> None:
+    def __init__(self, producer_id: int, name: str, remote_address: str,
+                 disconnect: Callable[[], None] | None = None) -> None:
         self.producer_id = producer_id
+        #: Tells the client its producer is closed (CLOSE_PRODUCER), so it reconnects.
+        self.disconnect = disconnect
         self.name = name
         self.remote_address = remote_address
         self.msg_in = 0
@@ -53,10 +57,11 @@ class PersistentTopic:
 
     # Producing
 
-    def add_producer(self, name: str, remote_address: str) -> Producer:
+    def add_producer(self, name: str, remote_address: str,
+                     disconnect: Callable[[], None] | None = None) -> Producer:
         if self.closed:
             raise errors.ServiceNotReadyError(f"Topic {self.name} is closing")
-        producer = Producer(next(self._producer_ids), name, remote_address)
+        producer = Producer(next(self._producer_ids), name, remote_address, disconnect)
         self.producers[producer.producer_id] = producer
         return producer
 
@@ -179,7 +184,13 @@ class PersistentTopic:
     # Lifecycle
 
     async def close(self) -> None:
+        """Unload: producers and consumers are told to reconnect (they look the topic up
+        again), then the subscriptions and the managed ledger close."""
         self.closed = True
+        for producer in list(self.producers.values()):
+            if producer.disconnect is not None:
+                producer.disconnect()
+        self.producers.clear()
         for subscription in list(self.subscriptions.values()):
             await subscription.close()
         self.subscriptions.clear()

@@ -18,6 +18,7 @@ from pulsar_broker.managed_ledger import errors as ml_errors
 from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.web import (
     brokers,
+    bundles,
     clusters,
     lookup,
     metrics,
@@ -46,6 +47,9 @@ async def apache_errors(request: web.Request, handler: Handler) -> web.StreamRes
         if exc.status < 400:
             raise
         return rest.error_json(exc.status, exc.reason)
+    except errors.BundleOwnedElsewhereError as exc:
+        # As Apache does: the same request, on the broker that serves the topic.
+        raise web.HTTPTemporaryRedirect(exc.owner_http_url + request.path_qs) from exc
     except errors.BrokerError as exc:
         return rest.error_json(exc.http_status, str(exc))
     except naming.InvalidTopicNameError as exc:
@@ -64,7 +68,8 @@ def create_app(service: BrokerService) -> web.Application:
     """The HTTP application for one broker service (admin v2, lookup, health, metrics)."""
     app = web.Application(middlewares=[apache_errors], client_max_size=CLIENT_MAX_SIZE_BYTES)
     app[rest.SERVICE] = service
-    for module in (clusters, tenants, namespaces, topics, subscriptions, lookup, brokers):
+    for module in (clusters, tenants, namespaces, bundles, topics, subscriptions, lookup,
+                   brokers):
         app.router.add_routes(module.routes)
     rates.install(app, service)
     metrics.install(app, service)

@@ -84,14 +84,18 @@ async def status(request: web.Request) -> web.Response:
 
 @routes.get("/admin/v2/brokers")
 async def active_brokers(request: web.Request) -> web.Response:
-    return rest.ok_json([rest.service(request).broker_id])
+    return rest.ok_json(sorted(await rest.service(request).namespaces.live_brokers()))
 
 
 @routes.get("/admin/v2/brokers/leaderBroker")
 async def leader_broker(request: web.Request) -> web.Response:
-    """A single broker leads itself (load manager leadership comes with multi-broker)."""
-    service = rest.service(request)
-    return rest.ok_json({"serviceUrl": service.web_service_url, "brokerId": service.broker_id})
+    """The live broker with the smallest id. Nothing is decided by a leader yet (each
+    broker assigns unowned bundles itself), so this only names one broker consistently."""
+    live = await rest.service(request).namespaces.live_brokers()
+    if not live:
+        raise errors.NotFoundError("No live broker")
+    broker_id = min(live)
+    return rest.ok_json({"serviceUrl": live[broker_id].http_url, "brokerId": broker_id})
 
 
 @routes.get("/admin/v2/brokers/version")
@@ -122,4 +126,20 @@ async def brokers_of_cluster(request: web.Request) -> web.Response:
     if cluster not in await service.resources.list_clusters():
         raise errors.NotFoundError("Cluster does not exist")
     local = cluster == service.config.cluster_name
-    return rest.ok_json([service.broker_id] if local else [])
+    return rest.ok_json(sorted(await service.namespaces.live_brokers()) if local else [])
+
+
+@routes.get("/admin/v2/brokers/{cluster}/{broker}/ownedNamespaces")
+async def owned_namespaces(request: web.Request) -> web.Response:
+    """Bundles this broker owns, keyed "tenant/ns/0x..._0x..." as Apache answers; asked of
+    another broker, the request is sent there."""
+    service = rest.service(request)
+    broker_id = request.match_info["broker"]
+    if broker_id != service.broker_id:
+        live = await service.namespaces.live_brokers()
+        if broker_id not in live:
+            raise errors.NotFoundError(f"Broker {broker_id} is not a live broker")
+        raise web.HTTPTemporaryRedirect(live[broker_id].http_url + request.path_qs)
+    owned = {str(b): {"broker_assignment": "shared", "is_controlled": False, "is_active": True}
+             for b in service.namespaces.ownership.owned_bundles}
+    return rest.ok_json(owned)

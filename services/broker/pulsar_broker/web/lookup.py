@@ -1,7 +1,8 @@
 """HTTP lookup for clients whose service URL is `http://host:8080`.
 
 `GET /lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}` answers which
-broker serves the topic (this one: a single broker owns every bundle). Like
+broker serves the topic: the owner of its namespace bundle, assigned now when
+nobody owns it (`?authoritative=true`: this broker takes it). Like
 Apache's, it does not create the topic; it answers 404 only when the topic
 neither exists nor could be created by a producer or consumer (auto-creation
 off, or the namespace missing). The schema endpoint answers "no schema"
@@ -15,20 +16,20 @@ from typing import Any
 from aiohttp import web
 
 from pulsar_broker import errors
-from pulsar_broker.service.broker_service import BrokerService
+from pulsar_broker.namespace.ownership import BrokerUrls
 from pulsar_broker.web import rest
 
 routes = web.RouteTableDef()
 
 
-def lookup_data(service: BrokerService) -> dict[str, Any]:
+def lookup_data(owner: BrokerUrls) -> dict[str, Any]:
     """Apache's LookupData; the C++ client insists brokerUrlTls is a string."""
     return {
-        "brokerUrl": service.broker_service_url,
+        "brokerUrl": owner.native_url,
         "brokerUrlTls": "",
-        "httpUrl": service.web_service_url,
+        "httpUrl": owner.http_url,
         "httpUrlTls": "",
-        "nativeUrl": service.broker_service_url,
+        "nativeUrl": owner.native_url,
     }
 
 
@@ -41,7 +42,16 @@ async def lookup_topic(request: web.Request) -> web.Response:
     await service.check_namespace(name.namespace_name)
     if not await service.topic_exists(name) and not await service.may_create_topic(name):
         raise errors.TopicNotFoundError("Topic not found")
-    return rest.ok_json(lookup_data(service))
+    owner = await service.namespaces.lookup(name, rest.query_flag(request, "authoritative"))
+    return rest.ok_json(lookup_data(owner))
+
+
+@routes.get("/lookup/v2/topic/" + rest.DOMAINS + "/{tenant}/{namespace}/{topic}/bundle")
+async def topic_bundle(request: web.Request) -> web.Response:
+    """The range of the bundle the topic falls into (`pulsar-admin topics bundle-range`)."""
+    name = rest.topic_name(request)
+    bundle = await rest.service(request).namespaces.bundle_of(name)
+    return web.Response(text=bundle.range)
 
 
 @routes.get("/admin/v2/schemas/{tenant}/{namespace}/{topic}/schema")

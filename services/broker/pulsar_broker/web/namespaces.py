@@ -16,7 +16,6 @@ from pulsar_common import naming
 
 from pulsar_broker import errors, resources
 from pulsar_broker.service.broker_service import BrokerService
-from pulsar_broker.topics.persistent_topic import PersistentTopic
 from pulsar_broker.web import rest
 
 routes = web.RouteTableDef()
@@ -113,49 +112,6 @@ async def namespace_topics(request: web.Request) -> web.Response:
         raise errors.InvalidRequestError(f"Invalid mode {mode}")
     await service.check_namespace(ns)
     return rest.ok_json(await service.topics_of_namespace(ns, mode))
-
-
-@routes.put(NS + "/unload")
-async def unload_namespace(request: web.Request) -> web.Response:
-    ns = rest.namespace_name(request)
-    service = rest.service(request)
-    await service.check_namespace(ns)
-    for topic in service.loaded_topics:
-        if topic.name.namespace_name == ns:
-            await service.unload_topic(topic.name)
-    return rest.no_content()
-
-
-async def _existing_topics(service: BrokerService, ns: naming.NamespaceName) -> list[PersistentTopic]:
-    await service.check_namespace(ns)
-    topics = []
-    for topic_name in await service.topics_of_namespace(ns, "PERSISTENT"):
-        topic = await service.get_topic(naming.TopicName.parse(topic_name), create=False)
-        if topic is not None:
-            topics.append(topic)
-    return topics
-
-
-@routes.post(NS + "/clearBacklog")
-@routes.post(NS + "/clearBacklog/{subscription}")
-async def clear_namespace_backlog(request: web.Request) -> web.Response:
-    """Acknowledge everything, on every subscription (or the named one) of every topic."""
-    only = request.match_info.get("subscription")
-    for topic in await _existing_topics(rest.service(request), rest.namespace_name(request)):
-        for name, subscription in list(topic.subscriptions.items()):
-            if only is None or name == only:
-                await subscription.cursor.clear_backlog()
-    return rest.no_content()
-
-
-@routes.post(NS + "/unsubscribe/{subscription}")
-async def unsubscribe_namespace(request: web.Request) -> web.Response:
-    """Delete the named subscription from every topic of the namespace that has it."""
-    name = request.match_info["subscription"]
-    for topic in await _existing_topics(rest.service(request), rest.namespace_name(request)):
-        if name in topic.subscriptions:
-            await topic.unsubscribe(name)
-    return rest.no_content()
 
 
 # One field of the Policies record per endpoint.

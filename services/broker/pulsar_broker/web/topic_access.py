@@ -2,7 +2,9 @@
 
 Admin creation differs from the binary protocol's: it ignores the
 auto-creation policy (an operator asked for this topic explicitly). A
-partitioned topic's admin operations apply to each of its partitions.
+partitioned topic's admin operations apply to each of its partitions, as long
+as this broker serves all of them. A topic served by another broker is
+answered with a redirect to that broker (web/app.py).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ async def create(service: BrokerService, name: naming.TopicName) -> PersistentTo
     """Create (or load) a non-partitioned topic or a partition, whatever auto-creation says."""
     check_persistent(name)
     await service.check_namespace(name.namespace_name)
+    await service.namespaces.check_ownership(name)
     if not await service.ledger_factory.exists(name.persistence_name):
         await service.ledger_factory.open(name.persistence_name)
     topic = await service.get_topic(name, create=False)
@@ -63,12 +66,20 @@ async def fan_out(service: BrokerService, name: naming.TopicName,
     if count == 0:
         return [await existing(service, name)]
     topics = []
-    for index in range(count):
-        partition = name.partition(index)
-        if create_partitions:
-            topics.append(await create(service, partition))
-        elif await service.topic_exists(partition):
-            topics.append(await existing(service, partition))
+    try:
+        for index in range(count):
+            partition = name.partition(index)
+            if create_partitions:
+                topics.append(await create(service, partition))
+            elif await service.topic_exists(partition):
+                topics.append(await existing(service, partition))
+    except errors.BundleOwnedElsewhereError as exc:
+        # Redirecting would send the whole request to one partition's broker, which may
+        # not own the others either.
+        raise errors.ServiceNotReadyError(
+            f"{exc}; this operation on a partitioned topic whose partitions are served by "
+            "several brokers is not supported yet: ask for each partition "
+            f"({name}-partition-N)") from exc
     return topics
 
 

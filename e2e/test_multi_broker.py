@@ -1,0 +1,136 @@
+"""Two brokers share a cluster: every namespace bundle is served by exactly one of them,
+clients find the owner from either broker, and the bundles of a SIGKILLed broker move to
+the survivor without losing an acknowledged message."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections.abc import Iterator
+
+import pulsar
+import pytest
+from pulsar_broker import local_cluster, resources
+from pulsar_broker.namespace import bundles
+from pulsar_broker.testing import BrokerProcess, close_after_broker_death
+from pulsar_common import naming
+from pulsar_common.testing import wait_until
+
+NAMESPACE = naming.NamespaceName("public", "default")
+#: Short, so a dead broker's bundles are free again quickly.
+SESSION_TIMEOUT_MS = 4000
+
+
+@pytest.fixture
+def two_brokers(tmp_path) -> Iterator[local_cluster.LocalCluster]:
+    cluster = local_cluster.LocalCluster(
+        tmp_path / "cluster", bookies=2, brokers=2, ensemble=2, write_quorum=2, ack_quorum=2,
+        broker_overrides={"metadataStoreSessionTimeoutMillis": str(SESSION_TIMEOUT_MS)},
+        journal_sync=False)
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+def one_topic_per_bundle() -> dict[bundles.NamespaceBundle, str]:
+    """Topic names of public/default chosen so that each of its 4 bundles holds one."""
+    policies = resources.default_policies()
+    chosen: dict[bundles.NamespaceBundle, str] = {}
+    index = 0
+    while len(chosen) < resources.DEFAULT_BUNDLES:
+        name = f"persistent://public/default/spread-{index}"
+        chosen.setdefault(bundles.bundle_of(naming.TopicName.parse(name), policies), name)
+        index += 1
+    return chosen
+
+
+def get_json(url: str) -> object:
+    with urllib.request.urlopen(url, timeout=30) as reply:  # follows the 307 of a non-owner
+        return json.loads(reply.read())
+
+
+def broker_id(broker: BrokerProcess) -> str:
+    return broker.web_url.removeprefix("http://")
+
+
+def owned(broker: BrokerProcess) -> set[str]:
+    result = get_json(f"{broker.web_url}/admin/v2/brokers/local/{broker_id(broker)}/ownedNamespaces")
+    assert isinstance(result, dict)
+    return set(result)
+
+
+def test_bundles_spread_over_both_brokers_and_either_broker_answers(two_brokers):
+    first, second = two_brokers.brokers
+    assert sorted(get_json(f"{first.web_url}/admin/v2/brokers")) == sorted(  # type: ignore[type-var]
+        [broker_id(first), broker_id(second)])
+    topics = one_topic_per_bundle()
+    client = pulsar.Client(two_brokers.service_url, operation_timeout_seconds=30)
+    try:
+        for topic in topics.values():
+            consumer = client.subscribe(topic, "sub")
+            producer = client.create_producer(topic)
+            for i in range(20):
+                producer.send(b"%s-%d" % (topic.encode(), i))
+            assert [consumer.receive(10_000).data() for _ in range(20)] == [
+                b"%s-%d" % (topic.encode(), i) for i in range(20)]
+            producer.close()
+            consumer.close()
+
+        # Each bundle has exactly one owner, and the load is even.
+        by_first, by_second = owned(first), owned(second)
+        assert not by_first & by_second
+        assert by_first | by_second == {str(b) for b in topics}
+        assert len(by_first) == len(by_second) == 2
+
+        # Both brokers name the same owner; the admin API of either broker serves every topic.
+        for bundle, topic in topics.items():
+            path = topic.replace("persistent://", "persistent/")
+            owner_url = first.web_url if str(bundle) in by_first else second.web_url
+            for broker in (first, second):
+                answer = get_json(f"{broker.web_url}/lookup/v2/topic/{path}")
+                assert isinstance(answer, dict) and answer["httpUrl"] == owner_url
+                stats = get_json(f"{broker.web_url}/admin/v2/{path}/stats")
+                assert isinstance(stats, dict) and stats["msgInCounter"] == 20
+
+        # Unloading the namespace frees every bundle; producing assigns them again.
+        request = urllib.request.Request(
+            f"{first.web_url}/admin/v2/namespaces/public/default/unload", method="PUT")
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            assert reply.status == 204
+        assert owned(first) == owned(second) == set()
+        for topic in topics.values():
+            client.create_producer(topic).send(b"after unload")
+        assert owned(first) | owned(second) == {str(b) for b in topics}
+    finally:
+        client.close()
+
+
+def test_a_killed_brokers_bundles_move_to_the_survivor_and_nothing_acked_is_lost(two_brokers):
+    first, second = two_brokers.brokers
+    topics = list(one_topic_per_bundle().values())
+    client = pulsar.Client(two_brokers.service_url, operation_timeout_seconds=60)
+    producers = [client.create_producer(t, batching_enabled=False, send_timeout_millis=60_000)
+                 for t in topics]
+    for topic, producer in zip(topics, producers, strict=True):
+        for i in range(30):
+            producer.send(b"%s-%d" % (topic.encode(), i))
+    assert owned(second), "the second broker serves some bundles before it dies"
+
+    second.kill()
+    # The producers of the dead broker's topics reconnect once its session has expired and
+    # the survivor has taken its bundles (ledgers fenced and recovered).
+    for topic, producer in zip(topics, producers, strict=True):
+        for i in range(30, 60):
+            producer.send(b"%s-%d" % (topic.encode(), i))
+    wait_until(lambda: len(owned(first)) == resources.DEFAULT_BUNDLES, 30, "survivor owns all")
+    close_after_broker_death(client)
+
+    client = pulsar.Client(first.service_url, operation_timeout_seconds=30)
+    try:
+        for topic in topics:
+            reader = client.create_reader(topic, pulsar.MessageId.earliest)
+            stored = [reader.read_next(10_000).data() for _ in range(60)]
+            assert stored == [b"%s-%d" % (topic.encode(), i) for i in range(60)]
+            assert not reader.has_message_available()
+    finally:
+        client.close()

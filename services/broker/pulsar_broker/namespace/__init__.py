@@ -1,0 +1,1 @@
+"""Namespace bundles and their ownership by brokers."""

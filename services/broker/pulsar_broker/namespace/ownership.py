@@ -1,0 +1,135 @@
+"""Which broker owns which namespace bundle: ephemeral keys in the metadata store.
+
+A broker owns a bundle while its key `/namespace/<tenant>/<ns>/<range>`
+exists, created only if absent and bound to the broker's metadata session,
+so exactly one live broker owns a bundle and a dead broker's bundles become
+free when its session expires. The value is Apache's NamespaceEphemeralData
+(nativeUrl, httpUrl, ...), which is what a lookup answers with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from typing import Any
+
+from pulsar_common.metadata import api as md
+from pulsar_common.metadata import errors as md_errors
+
+from pulsar_broker.namespace.bundles import NamespaceBundle
+
+log = logging.getLogger(__name__)
+
+OWNERSHIP_ROOT = "/namespace"
+#: Attempts to take a bundle whose key vanishes between our create and our read.
+ACQUIRE_ATTEMPTS = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class BrokerUrls:
+    """Where a broker is reached: binary protocol and HTTP."""
+
+    native_url: str
+    http_url: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"nativeUrl": self.native_url, "nativeUrlTls": None, "httpUrl": self.http_url,
+                "httpUrlTls": None, "disabled": False, "advertisedListeners": {}}
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> BrokerUrls:
+        return cls(str(value["nativeUrl"]), str(value["httpUrl"]))
+
+
+def ownership_path(bundle: NamespaceBundle) -> str:
+    return f"{OWNERSHIP_ROOT}/{bundle.namespace}/{bundle.range}"
+
+
+class OwnershipCache:
+    """This broker's bundles, and reads of other brokers' ownership."""
+
+    def __init__(self, store: md.MetadataStore, me: BrokerUrls) -> None:
+        self.store = store
+        self.me = me
+        self._owned: set[NamespaceBundle] = set()
+
+    @property
+    def owned_bundles(self) -> list[NamespaceBundle]:
+        return sorted(self._owned)
+
+    def owns(self, bundle: NamespaceBundle) -> bool:
+        return bundle in self._owned
+
+    async def owner(self, bundle: NamespaceBundle) -> BrokerUrls | None:
+        """The bundle's owner as the store says; None when no broker owns it.
+
+        A key naming this broker that this broker did not create is left over
+        from its previous life (its session has not expired yet): no owner.
+        """
+        if bundle in self._owned:
+            return self.me
+        found = await self.store.get(ownership_path(bundle))
+        if found is None:
+            return None
+        owner = BrokerUrls.from_json(json.loads(found.value))
+        return None if owner == self.me else owner
+
+    async def try_acquire(self, bundle: NamespaceBundle) -> BrokerUrls:
+        """Take the bundle if no live broker owns it; returns whoever owns it afterwards."""
+        path = ownership_path(bundle)
+        for _ in range(ACQUIRE_ATTEMPTS):
+            if bundle in self._owned:
+                return self.me
+            try:
+                await self.store.put(path, json.dumps(self.me.to_json()).encode(),
+                                     md.VERSION_ABSENT, ephemeral=True)
+            except md_errors.AlreadyExistsError:
+                found = await self.store.get(path)
+                if found is None:
+                    continue
+                owner = BrokerUrls.from_json(json.loads(found.value))
+                if owner != self.me:
+                    return owner
+                # Our own key from before a restart: remove it and take the bundle anew.
+                try:
+                    await self.store.delete(path, found.stat.version)
+                except (md_errors.BadVersionError, md_errors.NotFoundError):
+                    pass
+                continue
+            self._owned.add(bundle)
+            log.info("acquired ownership of bundle %s", bundle)
+            return self.me
+        found = await self.store.get(path)
+        if found is None:
+            raise md_errors.StoreUnavailableError(f"could not take ownership of bundle {bundle}")
+        return BrokerUrls.from_json(json.loads(found.value))
+
+    async def release(self, bundle: NamespaceBundle) -> None:
+        if bundle not in self._owned:
+            return
+        self._owned.discard(bundle)
+        try:
+            await self.store.delete(ownership_path(bundle))
+        except md_errors.NotFoundError:
+            pass
+        log.info("released ownership of bundle %s", bundle)
+
+    def forget_all(self) -> list[NamespaceBundle]:
+        """After the session was lost the keys are gone: stop believing we own anything."""
+        lost = sorted(self._owned)
+        self._owned.clear()
+        return lost
+
+    async def count_by_owner(self) -> dict[BrokerUrls, int]:
+        """How many bundles each broker owns, for choosing where a new bundle goes."""
+        counts: dict[BrokerUrls, int] = {}
+        for tenant in await self.store.get_children(OWNERSHIP_ROOT):
+            for ns in await self.store.get_children(f"{OWNERSHIP_ROOT}/{tenant}"):
+                base = f"{OWNERSHIP_ROOT}/{tenant}/{ns}"
+                for bundle_range in await self.store.get_children(base):
+                    found = await self.store.get(f"{base}/{bundle_range}")
+                    if found is not None:
+                        owner = BrokerUrls.from_json(json.loads(found.value))
+                        counts[owner] = counts.get(owner, 0) + 1
+        return counts

@@ -1,0 +1,132 @@
+"""Namespace bundles over the admin API: unload, and the namespace-wide operations that must
+run on whichever broker owns each bundle (clear backlog, unsubscribe).
+
+A namespace-wide request does the work for the bundles this broker owns (or
+that nobody owns) and sends the per-bundle request to the owner of each
+other bundle; a per-bundle request for a bundle owned elsewhere is
+redirected there, as Apache's brokers do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from pulsar_broker.namespace.bundles import NamespaceBundle
+from pulsar_broker.service.broker_service import BrokerService
+from pulsar_broker.topics.persistent_topic import PersistentTopic
+from pulsar_broker.web import rest
+
+routes = web.RouteTableDef()
+
+NS = "/admin/v2/namespaces/{tenant}/{namespace}"
+BUNDLE = NS + "/{bundle:0x[0-9a-fA-F]{8}_0x[0-9a-fA-F]{8}}"
+
+BundleWork = Callable[[BrokerService, NamespaceBundle], Awaitable[None]]
+
+
+async def _every_bundle(request: web.Request, method: str, suffix: str, work: BundleWork) -> None:
+    service = rest.service(request)
+    ns = rest.namespace_name(request)
+    await service.check_namespace(ns)
+    for bundle in await service.namespaces.bundles(ns):
+        owner = await service.namespaces.owner_of(bundle)
+        if owner is None or owner == service.namespaces.me:
+            await work(service, bundle)
+        else:
+            await service.namespaces.forward(method, owner,
+                                             f"/admin/v2/namespaces/{ns}/{bundle.range}{suffix}")
+
+
+async def _one_bundle(request: web.Request, work: BundleWork) -> None:
+    service = rest.service(request)
+    ns = rest.namespace_name(request)
+    await service.check_namespace(ns)
+    bundle = await service.namespaces.find_bundle(ns, request.match_info["bundle"])
+    owner = await service.namespaces.owner_of(bundle)
+    if owner is not None and owner != service.namespaces.me:
+        raise web.HTTPTemporaryRedirect(owner.http_url + request.path_qs)
+    await work(service, bundle)
+
+
+async def _topics(service: BrokerService, bundle: NamespaceBundle) -> list[PersistentTopic]:
+    topics = []
+    for name in await service.topics_of_bundle(bundle):
+        topic = await service.get_topic(name, create=False)
+        if topic is not None:
+            topics.append(topic)
+    return topics
+
+
+# Unload
+
+async def _unload(service: BrokerService, bundle: NamespaceBundle) -> None:
+    if service.namespaces.ownership.owns(bundle):
+        await service.unload_bundle(bundle)
+
+
+@routes.put(NS + "/unload")
+async def unload_namespace(request: web.Request) -> web.Response:
+    """Every bundle of the namespace is given up by its owner; the next lookup of each
+    topic assigns the bundle again (possibly to another broker)."""
+    await _every_bundle(request, "PUT", "/unload", _unload)
+    return rest.no_content()
+
+
+@routes.put(BUNDLE + "/unload")
+async def unload_bundle(request: web.Request) -> web.Response:
+    await _one_bundle(request, _unload)
+    return rest.no_content()
+
+
+# Clear backlog
+
+def _clear_backlog(only: str | None) -> BundleWork:
+    async def work(service: BrokerService, bundle: NamespaceBundle) -> None:
+        for topic in await _topics(service, bundle):
+            for name, subscription in list(topic.subscriptions.items()):
+                if only is None or name == only:
+                    await subscription.cursor.clear_backlog()
+    return work
+
+
+@routes.post(NS + "/clearBacklog")
+@routes.post(NS + "/clearBacklog/{subscription}")
+async def clear_namespace_backlog(request: web.Request) -> web.Response:
+    """Acknowledge everything, on every subscription (or the named one) of every topic."""
+    only = request.match_info.get("subscription")
+    suffix = "/clearBacklog" + (f"/{only}" if only else "")
+    await _every_bundle(request, "POST", suffix, _clear_backlog(only))
+    return rest.no_content()
+
+
+@routes.post(BUNDLE + "/clearBacklog")
+@routes.post(BUNDLE + "/clearBacklog/{subscription}")
+async def clear_bundle_backlog(request: web.Request) -> web.Response:
+    await _one_bundle(request, _clear_backlog(request.match_info.get("subscription")))
+    return rest.no_content()
+
+
+# Unsubscribe
+
+def _unsubscribe(name: str) -> BundleWork:
+    async def work(service: BrokerService, bundle: NamespaceBundle) -> None:
+        for topic in await _topics(service, bundle):
+            if name in topic.subscriptions:
+                await topic.unsubscribe(name)
+    return work
+
+
+@routes.post(NS + "/unsubscribe/{subscription}")
+async def unsubscribe_namespace(request: web.Request) -> web.Response:
+    """Delete the named subscription from every topic of the namespace that has it."""
+    name = request.match_info["subscription"]
+    await _every_bundle(request, "POST", f"/unsubscribe/{name}", _unsubscribe(name))
+    return rest.no_content()
+
+
+@routes.post(BUNDLE + "/unsubscribe/{subscription}")
+async def unsubscribe_bundle(request: web.Request) -> web.Response:
+    await _one_bundle(request, _unsubscribe(request.match_info["subscription"]))
+    return rest.no_content()
