@@ -5,6 +5,9 @@ the survivor without losing an acknowledged message."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import urllib.request
 from collections.abc import Iterator
 
@@ -59,6 +62,14 @@ def owned(broker: BrokerProcess) -> set[str]:
     return set(result)
 
 
+def pulsar_admin(web_url: str, *args: str) -> str:
+    result = subprocess.run([sys.executable, "-m", "pulsar_broker.admin_cli.main", *args],
+                            env={**os.environ, "PULSAR_ADMIN_URL": web_url},
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 def test_bundles_spread_over_both_brokers_and_either_broker_answers(two_brokers):
     first, second = two_brokers.brokers
     assert sorted(get_json(f"{first.web_url}/admin/v2/brokers")) == sorted(  # type: ignore[type-var]
@@ -91,6 +102,17 @@ def test_bundles_spread_over_both_brokers_and_either_broker_answers(two_brokers)
                 assert isinstance(answer, dict) and answer["httpUrl"] == owner_url
                 stats = get_json(f"{broker.web_url}/admin/v2/{path}/stats")
                 assert isinstance(stats, dict) and stats["msgInCounter"] == 20
+
+        # pulsar-admin pointed at one broker follows its redirects, for reads and writes.
+        bundle, topic = next((b, t) for b, t in topics.items() if str(b) in by_second)
+        assert json.loads(pulsar_admin(first.web_url, "topics", "stats", topic))["msgInCounter"] == 20
+        assert pulsar_admin(first.web_url, "topics", "bundle-range", topic).strip() == bundle.range
+        assert pulsar_admin(first.web_url, "topics", "lookup", topic).strip() == second.service_url
+        pulsar_admin(first.web_url, "namespaces", "unload", "public/default", "--bundle", bundle.range)
+        assert owned(second) == by_second - {str(bundle)}
+        listed = pulsar_admin(first.web_url, "brokers", "namespaces", "local",
+                              "--url", broker_id(second))
+        assert set(json.loads(listed)) == by_second - {str(bundle)}
 
         # Unloading the namespace frees every bundle; producing assigns them again.
         request = urllib.request.Request(

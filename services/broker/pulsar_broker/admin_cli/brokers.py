@@ -1,4 +1,4 @@
-"""`pulsar-admin brokers healthcheck|list|leader-broker`."""
+"""`pulsar-admin brokers healthcheck|list|leader-broker|namespaces|version`."""
 
 from __future__ import annotations
 
@@ -23,6 +23,13 @@ def _leader(admin: client.AdminClient, args: argparse.Namespace) -> None:
     output.print_json(admin.get("/admin/v2/brokers/leaderBroker"))
 
 
+def _namespaces(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    broker = args.url.removeprefix("http://").removeprefix("https://").rstrip("/")
+    path = (f"/admin/v2/brokers/{client.quote(args.cluster)}/{client.quote(broker)}"
+            "/ownedNamespaces")
+    output.print_json(admin.get(path))
+
+
 def _version(admin: client.AdminClient, args: argparse.Namespace) -> None:
     print(admin.request("GET", "/admin/v2/brokers/version").body.decode())
 
@@ -33,4 +40,7 @@ def register(groups: Any) -> None:
     group.command("list", "List active brokers of the cluster", _list).add_argument(
         "cluster", nargs="?")
     group.command("leader-broker", "Get the information of the leader broker", _leader)
+    namespaces = group.command("namespaces", "List the bundles a broker owns", _namespaces)
+    namespaces.add_argument("cluster")
+    namespaces.add_argument("--url", required=True, help="the broker, host:webPort")
     group.command("version", "Get the version of the broker", _version)

@@ -17,6 +17,9 @@ from typing import Any
 REQUEST_TIMEOUT_S = 60.0
 
 
+#: Redirects to the broker that serves a topic followed before giving up.
+MAX_REDIRECTS = 5
+
 #: AdminError.status when no HTTP answer came back at all.
 CONNECT_FAILED = 0
 
@@ -54,6 +57,18 @@ class AdminClient:
         if query:
             url += "?" + urllib.parse.urlencode(query)
         data = None if body is None else json.dumps(body).encode()
+        for _ in range(MAX_REDIRECTS + 1):
+            try:
+                return self._send(method, url, data)
+            except urllib.error.HTTPError as exc:
+                location = exc.headers.get("Location")
+                if exc.code not in (307, 308) or not location:
+                    raise AdminError(exc.code, _reason(exc.code, exc.read(), exc.reason)) from exc
+                # Another broker serves the topic or bundle: same request, there.
+                url = urllib.parse.urljoin(url, location)
+        raise AdminError(CONNECT_FAILED, f"More than {MAX_REDIRECTS} redirects, last to {url}")
+
+    def _send(self, method: str, url: str, data: bytes | None) -> Reply:
         req = urllib.request.Request(url, data=data, method=method)
         if data is not None:
             req.add_header("Content-Type", "application/json")
@@ -61,8 +76,8 @@ class AdminClient:
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s) as response:
                 return Reply(response.status, dict(response.headers.items()), response.read())
-        except urllib.error.HTTPError as exc:
-            raise AdminError(exc.code, _reason(exc.code, exc.read(), exc.reason)) from exc
+        except urllib.error.HTTPError:
+            raise
         except urllib.error.URLError as exc:
             raise AdminError(CONNECT_FAILED, f"Connection failed: {exc.reason}") from exc
         except (TimeoutError, ConnectionError) as exc:

@@ -52,7 +52,12 @@ def _delete(admin: client.AdminClient, args: argparse.Namespace) -> None:
 
 
 def _unload(admin: client.AdminClient, args: argparse.Namespace) -> None:
-    admin.put(namespace_path(args.namespace) + "/unload")
+    bundle = f"/{args.bundle}" if args.bundle else ""
+    admin.put(namespace_path(args.namespace) + bundle + "/unload")
+
+
+def _bundles(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    output.print_json(admin.get(namespace_path(args.namespace) + "/bundles"))
 
 
 def _clear_backlog(admin: client.AdminClient, args: argparse.Namespace) -> None:
@@ -133,7 +138,10 @@ def register(groups: Any) -> None:
     delete.add_argument("-f", "--force", action="store_true", help="delete it and its topics")
     _ns_command(group, "policies", "Get the configuration policies of a namespace",
                 _print_get(""))
-    _ns_command(group, "unload", "Unload the topics of a namespace from this broker", _unload)
+    _ns_command(group, "unload", "Unload a namespace (every bundle) or one bundle from the "
+                "broker that serves it", _unload).add_argument(
+        "-b", "--bundle", help="bundle range, e.g. 0x00000000_0x40000000")
+    _ns_command(group, "bundles", "Get the bundles of a namespace", _bundles)
     clear = _ns_command(group, "clear-backlog", "Clear the backlog of the namespace's topics",
                         _clear_backlog)
     clear.add_argument("-s", "--sub", dest="subscription", help="only this subscription")

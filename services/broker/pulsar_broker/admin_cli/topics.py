@@ -38,6 +38,19 @@ def _print(suffix: str, query: dict[str, str] | None = None) -> Any:
     return run
 
 
+def _lookup_path(topic: str) -> str:
+    """/lookup/v2/topic/<domain>/<tenant>/<ns>/<topic> of the same topic."""
+    return "/lookup/v2/topic/" + topic_path(topic).removeprefix("/admin/v2/")
+
+
+def _lookup(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    print(admin.get(_lookup_path(args.topic))["brokerUrl"])
+
+
+def _bundle_range(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    print(admin.request("GET", _lookup_path(args.topic) + "/bundle").body.decode())
+
+
 def _create(admin: client.AdminClient, args: argparse.Namespace) -> None:
     admin.put(topic_path(args.topic))
 
@@ -166,6 +179,9 @@ def register(groups: Any) -> None:
     by_id.add_argument("-l", "--ledgerId", dest="ledger_id", type=int, required=True)
     by_id.add_argument("-e", "--entryId", dest="entry_id", type=int, required=True)
     _topic_command(group, "unload", "Unload a topic", _unload)
+    _topic_command(group, "lookup", "Look up the broker serving a topic", _lookup)
+    _topic_command(group, "bundle-range", "Get the namespace bundle a topic falls into",
+                   _bundle_range)
     _topic_command(group, "terminate", "Terminate a topic (no more messages)", _terminate)
     _register_subscription_commands(group)
 
