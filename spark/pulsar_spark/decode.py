@@ -1,12 +1,15 @@
 """Entries to Arrow record batches: batches unpacked, payloads decoded by schema, metadata columns.
 
-The decoder collects one Python list per column while it walks the entries,
-and decodes payloads a record batch at a time: raw and string payloads go
-into Arrow arrays at once, JSON payloads through Arrow's JSON reader (one
-call per batch; per message with the json module only when the batch cannot
-be read that way, e.g. a payload spans lines), Avro payloads through
-fastavro's schemaless reader. Values an entry shares among its messages
-(topic, publish time, producer) are repeated, not recomputed.
+The decoder keeps, per entry, its decompressed payload and its message
+layout (`unpack`), and builds a record batch's columns from those at once,
+with no Python value per row on the common path: JSON payloads become one
+newline-delimited document (the record headers between payloads are
+overwritten with whitespace in place) read by Arrow's JSON reader; raw and
+string payloads are gathered into one Arrow buffer; metadata columns come
+from per-entry values (`columns`). Avro payloads, JSON with
+timestamp-millis fields or null values, and any JSON that Arrow's reader
+rejects take the per-message path (fastavro or the json module), which
+also names the message that does not match the schema.
 """
 
 from __future__ import annotations
@@ -17,21 +20,62 @@ import struct
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.json as pa_json
 from pulsar_common.wire import compression, entry
 from pulsar_common.wire import errors as wire_errors
-from pulsar_common.wire import pulsar_api_pb2 as pb
 
-from pulsar_spark import errors
+from pulsar_spark import columns, errors, unpack
 
 #: An entry as read from storage: (ledger id, entry id, stored bytes).
 StoredEntry = tuple[int, int, bytes]
 
-METADATA_COLUMNS = ("__key", "__topic", "__partition", "__message_id", "__publish_time",
-                    "__event_time", "__sequence_id", "__producer_name", "__properties")
-_U32 = struct.Struct(">I")
-_parse_single = pb.SingleMessageMetadata.FromString
+METADATA_COLUMNS = columns.METADATA_COLUMNS
+_SPACE, _NEWLINE, _RETURN = 0x20, 0x0A, 0x0D
+
+
+def gather(chunks: list[columns.Chunk]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """(payload bytes of all messages back to back, offsets: message i is [o[i], o[i+1]))."""
+    parts, sizes = [], []
+    for chunk in chunks:
+        data = np.frombuffer(chunk.body, np.uint8)
+        lengths = chunk.layout.ends - chunk.layout.starts
+        parts.append(data[_ranges(chunk.layout.starts, lengths)])
+        sizes.append(lengths)
+    lengths = np.concatenate(sizes) if sizes else np.zeros(0, np.int64)
+    offsets = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    payload = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
+    return payload, offsets
+
+
+def json_lines(chunks: list[columns.Chunk]) -> bytes:
+    """The payloads as JSON lines: one line per message, in order.
+
+    Each entry's payload is copied once; the bytes between its messages'
+    payloads (record headers) become spaces led by a newline. A raw newline
+    or carriage return can only be whitespace in valid JSON, so those inside
+    payloads become spaces too.
+    """
+    pieces = []
+    for chunk in chunks:
+        layout = chunk.layout
+        data = np.frombuffer(chunk.body, np.uint8).copy()
+        data[(data == _NEWLINE) | (data == _RETURN)] = _SPACE
+        gap_starts = np.concatenate([np.zeros(1, np.int64), layout.ends[:-1]])
+        data[_ranges(gap_starts, layout.starts - gap_starts)] = _SPACE
+        data[layout.ends[-1]:] = _SPACE
+        data[layout.ends[:-1]] = _NEWLINE
+        pieces.append(data.tobytes())
+    return b"\n".join(pieces)
+
+
+def _ranges(starts: unpack.Int64s, lengths: unpack.Int64s) -> unpack.Int64s:
+    """Indices of the byte ranges [starts[i], starts[i] + lengths[i]), concatenated."""
+    total = int(lengths.sum())
+    ends = np.cumsum(lengths)
+    return np.repeat(starts - (ends - lengths), lengths) + np.arange(total, dtype=np.int64)
 
 
 class PayloadDecoder:
@@ -51,25 +95,38 @@ class PayloadDecoder:
             self._millis = {f["name"] for f in definition.get("fields", [])
                             if _logical(f.get("type")) == "timestamp-millis"}
 
-    def columns(self, payloads: list[Any], nulls: list[bool], where: list[str]) -> list[pa.Array]:
-        if self.schema_type == "bytes":
-            return [pa.array([None if n else bytes(p) for p, n in zip(payloads, nulls, strict=True)],
-                             type=self.fields[0].type)]
-        if self.schema_type == "string":
-            return [pa.array([None if n else bytes(p).decode("utf-8", "replace")
-                              for p, n in zip(payloads, nulls, strict=True)],
-                             type=self.fields[0].type)]
-        if self.schema_type == "json" and not self._millis and not any(nulls):
-            fast = self._json_columns(payloads)
+    def arrays(self, chunks: list[columns.Chunk], ids: pa.Array) -> list[pa.Array]:
+        """Payload columns of the messages of `chunks`; `ids` names them in errors."""
+        nulls = _nulls(chunks)
+        if self.schema_type in ("bytes", "string"):
+            return [self._raw_column(chunks, nulls)]
+        if self.schema_type == "json" and not self._millis and nulls is None:
+            fast = self._json_columns(json_lines(chunks), sum(len(c) for c in chunks))
             if fast is not None:
                 return fast
-        return self._record_columns(payloads, nulls, where)
+        payloads = [c.body[s:e] for c in chunks
+                    for s, e in zip(c.layout.starts.tolist(), c.layout.ends.tolist(), strict=True)]
+        null_list = [False] * len(payloads) if nulls is None else nulls.tolist()
+        return self._record_columns(payloads, null_list, ids.to_pylist())
 
-    def _json_columns(self, payloads: list[Any]) -> list[pa.Array] | None:
+    def _raw_column(self, chunks: list[columns.Chunk], nulls: np.ndarray[Any, Any] | None) \
+            -> pa.Array:
+        payload, offsets = gather(chunks)
+        validity = None if nulls is None else pa.array(~nulls).buffers()[1]
+        binary = pa.LargeBinaryArray.from_buffers(
+            pa.large_binary(), len(offsets) - 1,
+            [validity, pa.py_buffer(offsets), pa.py_buffer(payload)])
+        target = self.fields[0].type
+        if self.schema_type == "string":
+            try:
+                return binary.cast(pa.large_string()).cast(target)
+            except pa.ArrowInvalid:  # not UTF-8: decode with replacement, as Python does
+                return pa.array([None if v is None else v.decode("utf-8", "replace")
+                                 for v in binary.to_pylist()], target)
+        return binary.cast(target)
+
+    def _json_columns(self, data: bytes, rows: int) -> list[pa.Array] | None:
         """Arrow's JSON reader over the payloads as JSON lines, or None when that cannot work."""
-        data = b"\n".join(payloads)
-        if data.count(b"\n") != len(payloads) - 1:
-            return None  # some payload spans lines
         try:
             table = pa_json.read_json(
                 pa.BufferReader(data),
@@ -78,7 +135,7 @@ class PayloadDecoder:
                                                    unexpected_field_behavior="ignore"))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             return None  # the per-message path names the offending message
-        if table.num_rows != len(payloads):
+        if table.num_rows != rows:
             return None
         return [table.column(f.name).combine_chunks().cast(f.type) for f in self.fields]
 
@@ -113,6 +170,13 @@ class PayloadDecoder:
         return value
 
 
+def _nulls(chunks: list[columns.Chunk]) -> np.ndarray[Any, Any] | None:
+    if all(c.layout.nulls is None for c in chunks):
+        return None
+    return np.concatenate([c.layout.nulls if c.layout.nulls is not None
+                           else np.zeros(len(c), np.bool_) for c in chunks])
+
+
 def _array(values: list[Any], field: pa.Field) -> pa.Array:
     try:
         return pa.array(values, type=field.type)
@@ -132,18 +196,6 @@ def _logical(avro: Any) -> str | None:
     return None
 
 
-class _Columns:
-    """Column values of the record batch being built."""
-
-    def __init__(self) -> None:
-        self.payloads: list[Any] = []
-        self.nulls: list[bool] = []
-        self.meta: list[list[Any]] = [[] for _ in METADATA_COLUMNS]
-
-    def __len__(self) -> int:
-        return len(self.payloads)
-
-
 class EntryDecoder:
     """Decodes the entries of one topic partition into record batches of a fixed Arrow schema."""
 
@@ -153,6 +205,7 @@ class EntryDecoder:
         self.arrow_schema = arrow_schema
         count = len(arrow_schema) - len(METADATA_COLUMNS)
         self.payload = PayloadDecoder(schema_type, definition, list(arrow_schema)[:count])
+        self.metadata_fields = list(arrow_schema)[count:]
         self.topic = topic
         self.partition = partition
         self.batch_rows = batch_rows
@@ -161,82 +214,47 @@ class EntryDecoder:
         self.time_range: tuple[int | None, int | None] = (None, None)
 
     def batches(self, entries: Iterable[StoredEntry]) -> Iterator[pa.RecordBatch]:
-        columns = _Columns()
+        chunks: list[columns.Chunk] = []
+        rows = 0
         for ledger_id, entry_id, data in entries:
             try:
-                self._append_entry(columns, ledger_id, entry_id, data)
+                chunk = self._chunk(ledger_id, entry_id, data)
             except (wire_errors.WireError, struct.error, ValueError) as exc:
                 raise errors.SchemaError(
                     f"{self.topic}: entry {ledger_id}:{entry_id} is unreadable: {exc}") from exc
-            if len(columns) >= self.batch_rows:
-                yield self._batch(columns)
-                columns = _Columns()
-        if len(columns):
-            yield self._batch(columns)
+            if chunk is None or not len(chunk):
+                continue
+            chunks.append(chunk)
+            rows += len(chunk)
+            if rows >= self.batch_rows:
+                yield self._batch(chunks)
+                chunks, rows = [], 0
+        if chunks:
+            yield self._batch(chunks)
 
-    def _append_entry(self, columns: _Columns, ledger_id: int, entry_id: int,
-                      data: bytes) -> None:
+    def _chunk(self, ledger_id: int, entry_id: int, data: bytes) -> columns.Chunk | None:
         metadata = entry.parse_entry_metadata(data)
         low, high = self.time_range
         if (low is not None and metadata.publish_time < low) or \
                 (high is not None and metadata.publish_time >= high):
-            return
+            return None
         if len(metadata.encryption_keys) > 0:
             raise wire_errors.EncryptedPayloadError("payload is encrypted for its consumers")
-        payload = compression.decompress(metadata.compression, entry.entry_payload(data),
-                                         metadata.uncompressed_size)
-        if entry.is_batch(metadata):
-            singles = self._unpack(columns, memoryview(payload).cast("B"),
-                                   metadata.num_messages_in_batch)
-        else:
-            singles = [metadata]
-            columns.payloads.append(payload)
-            columns.nulls.append(metadata.null_value)
-        self._metadata_columns(columns.meta, metadata, singles, ledger_id, entry_id)
-
-    def _unpack(self, columns: _Columns, view: memoryview, count: int) -> list[Any]:
-        singles = []
-        pos = 0
-        for _ in range(count):
-            size = _U32.unpack_from(view, pos)[0]
-            start = pos + 4 + size
-            single = _parse_single(view[pos + 4 : start])
-            end = start + single.payload_size
-            if end > len(view):
-                raise wire_errors.BatchFormatError("a message runs past the batch")
-            columns.payloads.append(view[start:end])
-            columns.nulls.append(single.null_value)
-            singles.append(single)
-            pos = end
-        return singles
-
-    def _metadata_columns(self, meta: list[list[Any]], metadata: Any, singles: list[Any],
-                          ledger_id: int, entry_id: int) -> None:
-        n = len(singles)
+        body = compression.decompress(metadata.compression, entry.entry_payload(data),
+                                      metadata.uncompressed_size)
         batched = entry.is_batch(metadata)
-        meta[0].extend(s.partition_key if s.HasField("partition_key") else None for s in singles)
-        meta[1].extend([self.topic] * n)
-        meta[2].extend([self.partition] * n)
-        prefix = f"{ledger_id}:{entry_id}:{self.partition}:"
-        meta[3].extend([prefix + str(i) for i in range(n)] if batched else [prefix + "-1"])
-        meta[4].extend([metadata.publish_time * 1000] * n)
-        meta[5].extend(s.event_time * 1000 if s.event_time else None for s in singles)
-        base = metadata.sequence_id
         if batched:
-            meta[6].extend(s.sequence_id if s.HasField("sequence_id") else base + i
-                           for i, s in enumerate(singles))
+            layout = unpack.unpack(body, metadata.num_messages_in_batch, metadata.sequence_id)
         else:
-            meta[6].append(base)
-        meta[7].extend([metadata.producer_name] * n)
-        meta[8].extend([(p.key, p.value) for p in s.properties] if s.properties else []
-                       for s in singles)
-        self.messages_decoded += n
+            layout = unpack.single(metadata, len(body))
+        return columns.Chunk(ledger_id, entry_id, metadata.publish_time, metadata.producer_name,
+                             batched, body, layout)
 
-    def _batch(self, columns: _Columns) -> pa.RecordBatch:
+    def _batch(self, chunks: list[columns.Chunk]) -> pa.RecordBatch:
+        meta = columns.metadata_columns(chunks, self.topic, self.partition, self.metadata_fields)
         try:
-            arrays = self.payload.columns(columns.payloads, columns.nulls, columns.meta[3])
+            arrays = self.payload.arrays(chunks, meta[METADATA_COLUMNS.index("__message_id")])
         except errors.SchemaError as exc:
             raise errors.SchemaError(f"{self.topic}: {exc}") from exc
-        fields = list(self.arrow_schema)[len(arrays):]
-        arrays += [_array(v, f) for v, f in zip(columns.meta, fields, strict=True)]
-        return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
+        self.messages_decoded += sum(len(c) for c in chunks)
+        return pa.RecordBatch.from_arrays(arrays + meta, schema=self.arrow_schema)
