@@ -156,3 +156,56 @@ def test_a_killed_brokers_bundles_move_to_the_survivor_and_nothing_acked_is_lost
             assert not reader.has_message_available()
     finally:
         client.close()
+
+
+def partitioned_topic_over_every_bundle(partitions: int) -> str:
+    """A partitioned topic name whose partitions fall into every bundle of public/default."""
+    policies = resources.default_policies()
+    for index in range(10_000):
+        parent = naming.TopicName.parse(f"persistent://public/default/parted-{index}")
+        hit = {bundles.bundle_of(parent.partition(i), policies) for i in range(partitions)}
+        if len(hit) == resources.DEFAULT_BUNDLES:
+            return str(parent)
+    raise AssertionError("no such name")
+
+
+def http_call(method: str, url: str, body: object = None) -> int:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as reply:
+        return int(reply.status)
+
+
+def test_admin_operations_on_a_partitioned_topic_reach_every_partitions_broker(two_brokers):
+    first, second = two_brokers.brokers
+    topic = partitioned_topic_over_every_bundle(6)
+    path = topic.replace("persistent://", "persistent/")
+    admin = f"{first.web_url}/admin/v2/{path}"
+    assert http_call("PUT", f"{admin}/partitions", 6) == 204
+    assert http_call("PUT", f"{admin}/subscription/audit", {"ledgerId": -1, "entryId": -1}) == 204
+    client = pulsar.Client(two_brokers.service_url, operation_timeout_seconds=30)
+    try:
+        producer = client.create_producer(topic, batching_enabled=False)
+        for i in range(60):
+            producer.send(b"m%d" % i, partition_key=str(i))
+        producer.close()
+    finally:
+        client.close()
+    assert owned(first) and owned(second), "the partitions are served by both brokers"
+
+    assert get_json(f"{admin}/subscriptions") == ["audit"]
+    stats = get_json(f"{admin}/partitioned-stats")
+    assert isinstance(stats, dict)
+    assert stats["msgInCounter"] == 60
+    assert stats["subscriptions"]["audit"]["msgBacklog"] == 60
+    assert len(stats["partitions"]) == 6
+    internal = get_json(f"{admin}/partitioned-internalStats")
+    assert isinstance(internal, dict) and len(internal["partitions"]) == 6
+
+    assert http_call("POST", f"{admin}/subscription/audit/skip_all") == 204
+    stats = get_json(f"{admin}/partitioned-stats")
+    assert isinstance(stats, dict) and stats["subscriptions"]["audit"]["msgBacklog"] == 0
+    assert http_call("DELETE", f"{admin}/subscription/audit") == 204
+    assert get_json(f"{admin}/subscriptions") == []
+    assert http_call("PUT", f"{admin}/unload") == 204

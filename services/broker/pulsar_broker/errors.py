@@ -44,6 +44,7 @@ class BundleOwnedElsewhereError(ServiceNotReadyError):
     """The topic's namespace bundle is served by another broker: binary clients are told
     ServiceNotReady (they look the topic up again); the admin API redirects to the owner."""
 
-    def __init__(self, message: str, owner_http_url: str) -> None:
+    def __init__(self, message: str, owner_native_url: str, owner_http_url: str) -> None:
         super().__init__(message)
+        self.owner_native_url = owner_native_url
         self.owner_http_url = owner_http_url

@@ -31,8 +31,8 @@ class LocalCluster:
                  journal_sync: bool = True) -> None:
         if not 1 <= ack_quorum <= write_quorum <= ensemble <= bookies:
             raise errors.ConfigError("need 1 <= ack quorum <= write quorum <= ensemble <= bookies")
-        if brokers < 1:
-            raise errors.ConfigError("need at least one broker")
+        if brokers < 0:
+            raise errors.ConfigError("the number of brokers cannot be negative")
         self.data_dir = data_dir
         self.etcd = etcd_server.EtcdServer(data_dir / "etcd", testing.free_port(),
                                            testing.free_port())

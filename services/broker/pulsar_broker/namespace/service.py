@@ -110,15 +110,17 @@ class NamespaceService:
     # Ownership
 
     async def check_ownership(self, topic: naming.TopicName) -> NamespaceBundle:
-        """The topic's bundle, owned by this broker (taken now if nobody owns it);
-        BundleOwnedElsewhereError when another broker serves it."""
+        """The topic's bundle, owned by this broker; BundleOwnedElsewhereError when another
+        broker serves it. A bundle nobody owns is assigned as a lookup would assign it, so
+        admin calls spread bundles over the brokers as clients do."""
         bundle = await self.bundle_of(topic)
         if self.ownership.owns(bundle):
             return bundle
-        owner = await self.ownership.try_acquire(bundle)
+        owner = await self.lookup(topic)
         if owner != self.me:
             raise errors.BundleOwnedElsewhereError(
-                f"Namespace bundle {bundle} is served by {owner.native_url}", owner.http_url)
+                f"Namespace bundle {bundle} is served by {owner.native_url}", owner.native_url,
+                owner.http_url)
         return bundle
 
     async def lookup(self, topic: naming.TopicName, authoritative: bool = False) -> BrokerUrls:
@@ -154,14 +156,24 @@ class NamespaceService:
                 timeout=aiohttp.ClientTimeout(total=FORWARD_TIMEOUT_S))
         return self._http
 
+    async def call(self, method: str, broker: BrokerUrls, path: str,
+                   body: bytes | None = None) -> tuple[int, bytes]:
+        """An admin request to another broker: its status and body (redirects followed)."""
+        headers = {"Content-Type": "application/json"} if body else None
+        try:
+            async with self._session().request(method, broker.http_url + path, data=body,
+                                               headers=headers) as reply:
+                return reply.status, await reply.read()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise errors.ServiceNotReadyError(
+                f"broker {broker.http_url} did not answer {method} {path}: {exc!r}") from exc
+
     async def forward(self, method: str, broker: BrokerUrls, path: str) -> None:
         """Ask another broker to do what was asked here for the bundles it owns."""
-        async with self._session().request(method, broker.http_url + path,
-                                           allow_redirects=False) as reply:
-            if reply.status >= 300:
-                text = await reply.text()
-                raise errors.BrokerError(f"{method} {path} on {broker.http_url} answered "
-                                         f"{reply.status}: {text}")
+        status, text = await self.call(method, broker, path)
+        if status >= 300:
+            raise errors.BrokerError(f"{method} {path} on {broker.http_url} answered "
+                                     f"{status}: {text.decode(errors='replace')}")
 
     async def _ask_to_take(self, broker: BrokerUrls, topic: naming.TopicName) -> BrokerUrls | None:
         """An authoritative HTTP lookup on broker; None when it cannot be reached."""

@@ -103,9 +103,10 @@ def internal_stats(topic: PersistentTopic) -> dict[str, Any]:
     return result
 
 
-def partitioned_stats(partitions: int, topics: list[PersistentTopic], per_partition: bool,
-                      tracker: rates.RateTracker) -> dict[str, Any]:
-    each = {str(t.name): topic_stats(t, tracker) for t in topics}
+def partitioned_stats(partitions: int, each: dict[str, dict[str, Any]],
+                      per_partition: bool) -> dict[str, Any]:
+    """Totals over the partitions' stats (each: partition name -> its stats)."""
+    each = dict(sorted(each.items()))
     total: dict[str, Any] = {}
     for part in each.values():
         _add_numbers(total, {k: v for k, v in part.items() if k != "subscriptions"})

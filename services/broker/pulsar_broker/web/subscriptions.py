@@ -3,7 +3,8 @@
 Create and delete subscriptions, skip and clear backlogs, expire old messages
 and reset cursors by time or message id. On a partitioned topic, creating,
 deleting, clearing, expiring and resetting by time apply to every partition,
-as Apache does; skipping a count and peeking are per partition only.
+as Apache does (partitions served by other brokers are asked there); skipping a
+count and peeking are per partition only.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pulsar_broker.managed_ledger import errors as ml_errors
 from pulsar_broker.subscriptions.subscription import Subscription
 from pulsar_broker.topics import entry_info
 from pulsar_broker.topics.persistent_topic import PersistentTopic
-from pulsar_broker.web import peek, rest, topic_access
+from pulsar_broker.web import peek, remote_partitions, rest, topic_access
 
 routes = web.RouteTableDef()
 
@@ -55,13 +56,15 @@ def subscription_of(topic: PersistentTopic, name: str) -> Subscription:
 
 
 async def _subscriptions(request: web.Request) -> list[Subscription]:
-    """The named subscription on the topic, or on each partition that has it."""
+    """The named subscription on the topic, or on each partition that has it. Partitions
+    served by other brokers get the same request there."""
     name = rest.topic_name(request)
     service = rest.service(request)
     sub_name = request.match_info["subscription"]
-    topics = await topic_access.fan_out(service, name)
-    found = [t.subscriptions[sub_name] for t in topics if sub_name in t.subscriptions]
-    if not found:
+    parts = await topic_access.fan_out(service, name)
+    found = [t.subscriptions[sub_name] for t in parts.local if sub_name in t.subscriptions]
+    answers = await remote_partitions.call_each(request, parts.remote)
+    if not found and not any(status < 300 for _, status, _ in answers):
         raise errors.NotFoundError("Subscription not found")
     return found
 
@@ -76,9 +79,11 @@ async def _single_subscription(request: web.Request, what: str) -> Subscription:
 
 @routes.get(TOPIC + "/subscriptions")
 async def list_subscriptions(request: web.Request) -> web.Response:
-    topics = await topic_access.fan_out(rest.service(request), rest.topic_name(request))
-    names = sorted({name for topic in topics for name in topic.subscriptions})
-    return rest.ok_json(names)
+    parts = await topic_access.fan_out(rest.service(request), rest.topic_name(request))
+    names = {name for topic in parts.local for name in topic.subscriptions}
+    for _, _, remote_names in await remote_partitions.call_each(request, parts.remote):
+        names.update(remote_names or [])
+    return rest.ok_json(sorted(names))
 
 
 @routes.put(SUB)
@@ -89,16 +94,17 @@ async def create_subscription(request: web.Request) -> web.Response:
     position = position_from_json(await rest.body_json(request), ml.LATEST)
     topic_access.check_persistent(name)
     if await topic_access.partitions_of(service, name) > 0:
-        topics = await topic_access.fan_out(service, name, create_partitions=True)
+        parts = await topic_access.fan_out(service, name, create_partitions=True)
     else:
         topic = await service.get_topic(name, create=True)
         if topic is None:
             raise errors.TopicNotFoundError("Topic not found")
-        topics = [topic]
-    if any(sub_name in t.subscriptions for t in topics):
+        parts = topic_access.Partitions([topic], [])
+    if any(sub_name in t.subscriptions for t in parts.local):
         raise errors.ConflictError("Subscription already exists for topic")
-    for topic in topics:
+    for topic in parts.local:
         await topic.create_subscription(sub_name, position)
+    await remote_partitions.call_each(request, parts.remote, accept=())
     return rest.no_content()
 
 
@@ -107,9 +113,10 @@ async def delete_subscription(request: web.Request) -> web.Response:
     name = rest.topic_name(request)
     sub_name = request.match_info["subscription"]
     force = rest.query_flag(request, "force")
-    topics = await topic_access.fan_out(rest.service(request), name)
-    owners = [t for t in topics if sub_name in t.subscriptions]
-    if not owners:
+    parts = await topic_access.fan_out(rest.service(request), name)
+    owners = [t for t in parts.local if sub_name in t.subscriptions]
+    answers = await remote_partitions.call_each(request, parts.remote)
+    if not owners and not any(status < 300 for _, status, _ in answers):
         raise errors.NotFoundError("Subscription not found")
     for topic in owners:
         await topic.unsubscribe(sub_name, force)

@@ -2,16 +2,20 @@
 
 Admin creation differs from the binary protocol's: it ignores the
 auto-creation policy (an operator asked for this topic explicitly). A
-partitioned topic's admin operations apply to each of its partitions, as long
-as this broker serves all of them. A topic served by another broker is
-answered with a redirect to that broker (web/app.py).
+partitioned topic's admin operations apply to each of its partitions; those
+served by other brokers are asked of them (web/remote_partitions.py). A
+single topic served by another broker is answered with a redirect to that
+broker (web/app.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from pulsar_common import naming
 
 from pulsar_broker import errors
+from pulsar_broker.namespace.ownership import BrokerUrls
 from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.topics.persistent_topic import PersistentTopic
 
@@ -55,8 +59,17 @@ async def partitions_of(service: BrokerService, name: naming.TopicName) -> int:
     return await service.resources.get_partitions(name)
 
 
+@dataclasses.dataclass
+class Partitions:
+    """The topic itself, or a partitioned topic's partitions: the ones this broker serves
+    and the others with the broker that serves each."""
+
+    local: list[PersistentTopic]
+    remote: list[tuple[naming.TopicName, BrokerUrls]]
+
+
 async def fan_out(service: BrokerService, name: naming.TopicName,
-                  create_partitions: bool = False) -> list[PersistentTopic]:
+                  create_partitions: bool = False) -> Partitions:
     """The topic itself, or every partition of a partitioned topic.
 
     Partitions that were never used have no managed ledger yet; they are
@@ -64,23 +77,18 @@ async def fan_out(service: BrokerService, name: naming.TopicName,
     """
     count = await partitions_of(service, name)
     if count == 0:
-        return [await existing(service, name)]
-    topics = []
-    try:
-        for index in range(count):
-            partition = name.partition(index)
+        return Partitions([await existing(service, name)], [])
+    result = Partitions([], [])
+    for index in range(count):
+        partition = name.partition(index)
+        try:
             if create_partitions:
-                topics.append(await create(service, partition))
+                result.local.append(await create(service, partition))
             elif await service.topic_exists(partition):
-                topics.append(await existing(service, partition))
-    except errors.BundleOwnedElsewhereError as exc:
-        # Redirecting would send the whole request to one partition's broker, which may
-        # not own the others either.
-        raise errors.ServiceNotReadyError(
-            f"{exc}; this operation on a partitioned topic whose partitions are served by "
-            "several brokers is not supported yet: ask for each partition "
-            f"({name}-partition-N)") from exc
-    return topics
+                result.local.append(await existing(service, partition))
+        except errors.BundleOwnedElsewhereError as exc:
+            result.remote.append((partition, BrokerUrls(exc.owner_native_url, exc.owner_http_url)))
+    return result
 
 
 async def refuse_partitioned(service: BrokerService, name: naming.TopicName, what: str) -> None:

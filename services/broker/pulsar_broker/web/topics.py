@@ -8,7 +8,7 @@ from aiohttp import web
 
 from pulsar_broker import errors
 from pulsar_broker.topics import entry_info
-from pulsar_broker.web import rates, rest, stats, topic_access
+from pulsar_broker.web import rates, remote_partitions, rest, stats, topic_access
 
 routes = web.RouteTableDef()
 
@@ -148,9 +148,13 @@ async def partitioned_stats(request: web.Request) -> web.Response:
     if count == 0:
         raise errors.NotFoundError("Partitioned Topic not found")
     per_partition = rest.query_flag(request, "perPartition", default=True)
-    topics = await topic_access.fan_out(service, name)
+    parts = await topic_access.fan_out(service, name)
     tracker = request.app[rates.TRACKER_KEY]
-    return rest.ok_json(stats.partitioned_stats(count, topics, per_partition, tracker))
+    each = {str(t.name): stats.topic_stats(t, tracker) for t in parts.local}
+    for partition, _, remote in await remote_partitions.call_each(
+            request, parts.remote, "GET", "/stats", accept=()):
+        each[str(partition)] = remote
+    return rest.ok_json(stats.partitioned_stats(count, each, per_partition))
 
 
 @routes.get(TOPIC + "/internalStats")
@@ -170,9 +174,12 @@ async def partitioned_internal_stats(request: web.Request) -> web.Response:
     count = await service.resources.get_partitions(name)
     if count == 0:
         raise errors.NotFoundError("Partitioned Topic not found")
-    topics = await topic_access.fan_out(service, name)
-    return rest.ok_json({"metadata": {"partitions": count},
-                         "partitions": {str(t.name): stats.internal_stats(t) for t in topics}})
+    parts = await topic_access.fan_out(service, name)
+    each = {str(t.name): stats.internal_stats(t) for t in parts.local}
+    for partition, _, remote in await remote_partitions.call_each(
+            request, parts.remote, "GET", "/internalStats", accept=()):
+        each[str(partition)] = remote
+    return rest.ok_json({"metadata": {"partitions": count}, "partitions": dict(sorted(each.items()))})
 
 
 @routes.get(TOPIC + "/lastMessageId")
@@ -196,8 +203,10 @@ async def last_message_id(request: web.Request) -> web.Response:
 async def unload_topic(request: web.Request) -> web.Response:
     name = rest.topic_name(request)
     service = rest.service(request)
-    for topic in await topic_access.fan_out(service, name):
+    parts = await topic_access.fan_out(service, name)
+    for topic in parts.local:
         await service.unload_topic(topic.name)
+    await remote_partitions.call_each(request, parts.remote, accept=())
     return rest.no_content()
 
 

@@ -17,10 +17,15 @@ from pulsar_broker.namespace.service import NamespaceService
 from pulsar_common import naming
 from pulsar_common.metadata import api as md
 from pulsar_common.metadata import factory
+from pulsar_common.testing import free_port
 
 TOPIC = naming.TopicName.parse("persistent://public/default/orders")
-A = BrokerUrls("pulsar://10.0.0.1:6650", "http://10.0.0.1:8080")
-B = BrokerUrls("pulsar://10.0.0.2:6650", "http://10.0.0.2:8080")
+# Nothing listens on these ports: a broker asked to take a bundle over HTTP is refused at
+# once, so these tests give bundles out by authoritative lookups only.
+_PORTS = [free_port() for _ in range(4)]
+A = BrokerUrls(f"pulsar://127.0.0.1:{_PORTS[0]}", f"http://127.0.0.1:{_PORTS[1]}")
+B = BrokerUrls(f"pulsar://127.0.0.1:{_PORTS[2]}", f"http://127.0.0.1:{_PORTS[3]}")
+A_ID, B_ID = A.http_url.removeprefix("http://"), B.http_url.removeprefix("http://")
 
 
 async def eventually(condition: Callable[[], bool], timeout_s: float = 20.0) -> None:
@@ -36,6 +41,7 @@ class Brokers:
     def __init__(self, url: str) -> None:
         self.url = url
         self.stores: list[md.MetadataStore] = []
+        self.services: list[NamespaceService] = []
 
     async def store(self) -> md.MetadataStore:
         store = await factory.create_store(self.url, session_timeout_s=3)
@@ -46,9 +52,12 @@ class Brokers:
         service = NamespaceService(resources.PulsarResources(await self.store()), urls,
                                    urls.http_url.removeprefix("http://"), "local", "test")
         await service.start()
+        self.services.append(service)
         return service
 
     async def close(self) -> None:
+        for service in self.services:
+            await service.close()
         for store in self.stores:
             await store.close()
 
@@ -64,6 +73,7 @@ async def brokers(etcd) -> AsyncIterator[Brokers]:
 
 async def test_one_broker_owns_a_bundle_and_the_other_is_told_which(brokers):
     a, b = await brokers.broker(A), await brokers.broker(B)
+    assert await a.lookup(TOPIC, authoritative=True) == A
     bundle = await a.check_ownership(TOPIC)
     assert a.ownership.owns(bundle)
     with pytest.raises(errors.BundleOwnedElsewhereError) as refused:
@@ -72,27 +82,29 @@ async def test_one_broker_owns_a_bundle_and_the_other_is_told_which(brokers):
     assert await b.lookup(TOPIC) == A
     assert await b.lookup(TOPIC, authoritative=True) == A
     assert await a.lookup(TOPIC) == A
-    assert set(await b.live_brokers()) == {"10.0.0.1:8080", "10.0.0.2:8080"}
+    assert set(await b.live_brokers()) == {A_ID, B_ID}
     stored = await b.store.get(ownership.ownership_path(bundle))
     assert stored is not None and json.loads(stored.value)["nativeUrl"] == A.native_url
 
 
 async def test_a_released_bundle_can_be_taken_by_another_broker(brokers):
     a, b = await brokers.broker(A), await brokers.broker(B)
+    assert await a.lookup(TOPIC, authoritative=True) == A
     bundle = await a.check_ownership(TOPIC)
     await a.release(bundle)
     assert not a.ownership.owns(bundle)
+    assert await b.lookup(TOPIC, authoritative=True) == B
     assert await b.check_ownership(TOPIC) == bundle
     assert await a.lookup(TOPIC) == B
 
 
 async def test_a_closed_session_frees_the_brokers_bundles_and_registration(brokers):
     a, b = await brokers.broker(A), await brokers.broker(B)
-    await a.check_ownership(TOPIC)
+    assert await a.lookup(TOPIC, authoritative=True) == A
     await a.store.close()
-    assert set(await b.live_brokers()) == {"10.0.0.2:8080"}
+    assert set(await b.live_brokers()) == {B_ID}
+    assert await b.lookup(TOPIC) == B, "the only live broker takes the bundle"
     await b.check_ownership(TOPIC)
-    assert await b.lookup(TOPIC) == B
 
 
 async def test_a_key_left_by_the_brokers_previous_life_is_replaced(brokers):
@@ -111,6 +123,7 @@ async def test_a_key_left_by_the_brokers_previous_life_is_replaced(brokers):
 
 async def test_a_lost_session_unloads_every_bundle_then_the_broker_registers_again(brokers, etcd):
     a, b = await brokers.broker(A), await brokers.broker(B)
+    assert await a.lookup(TOPIC, authoritative=True) == A
     bundle = await a.check_ownership(TOPIC)
     lost: list[list[NamespaceBundle]] = []
 
@@ -126,11 +139,26 @@ async def test_a_lost_session_unloads_every_bundle_then_the_broker_registers_aga
 
     await eventually(lambda: lost == [[bundle]])
     assert not a.ownership.owns(bundle)
-    assert await b.check_ownership(TOPIC) == bundle
+    assert await b.lookup(TOPIC, authoritative=True) == B
     for _ in range(200):
-        if "10.0.0.1:8080" in await b.live_brokers():
+        if A_ID in await b.live_brokers():
             break
         await asyncio.sleep(0.1)
-    assert set(await b.live_brokers()) == {"10.0.0.1:8080", "10.0.0.2:8080"}
+    assert set(await b.live_brokers()) == {A_ID, B_ID}
     with pytest.raises(errors.BundleOwnedElsewhereError):
         await a.check_ownership(TOPIC)
+
+
+async def test_an_unowned_bundle_goes_to_the_least_loaded_broker(brokers):
+    """B owns nothing and A owns one bundle: A, asked about a new bundle, offers it to B;
+    B cannot be reached here, so A takes it itself rather than failing the lookup."""
+    a, b = await brokers.broker(A), await brokers.broker(B)
+    other = naming.TopicName.parse("persistent://public/default/" + next(
+        f"t{i}" for i in range(1000)
+        if bundles.bundle_of(naming.TopicName.parse(f"persistent://public/default/t{i}"),
+                             resources.default_policies())
+        != bundles.bundle_of(TOPIC, resources.default_policies())))
+    assert await a.lookup(TOPIC, authoritative=True) == A
+    assert await a._choose_broker(await a.bundle_of(other)) == B
+    assert await a.lookup(other) == A
+    assert await b.lookup(other) == A
