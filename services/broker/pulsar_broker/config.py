@@ -13,6 +13,10 @@ from pulsar_common.config import setting
 
 ONE_MB = 1024 * 1024
 
+#: What a broker does when a topic's backlog exceeds its quota (Apache's RetentionPolicy).
+BACKLOG_QUOTA_POLICIES = ("producer_request_hold", "producer_exception",
+                          "consumer_backlog_eviction")
+
 
 @dataclasses.dataclass(frozen=True)
 class BrokerConfig:
@@ -56,6 +60,36 @@ class BrokerConfig:
     subscription_key_shared_use_consistent_hashing: bool = setting(
         "subscriptionKeySharedUseConsistentHashing", False
     )
+    # Namespace policies applied to topics (see pulsar_broker.topics.policies).
+    managed_ledger_max_ensemble_size: int = setting(
+        "managedLedgerMaxEnsembleSize", 5, "Largest bookkeeperEnsemble a namespace may set")
+    managed_ledger_max_write_quorum: int = setting(
+        "managedLedgerMaxWriteQuorum", 5, "Largest bookkeeperWriteQuorum a namespace may set")
+    managed_ledger_max_ack_quorum: int = setting(
+        "managedLedgerMaxAckQuorum", 5, "Largest bookkeeperAckQuorum a namespace may set")
+    ttl_duration_default_in_seconds: int = setting(
+        "ttlDurationDefaultInSeconds", 0,
+        "Message TTL of namespaces that set none (0: messages never expire)")
+    message_expiry_check_interval_in_minutes: int = setting(
+        "messageExpiryCheckIntervalInMinutes", 5, "How often expired messages are acknowledged")
+    message_expiry_check_interval_seconds: float = setting(
+        "messageExpiryCheckIntervalSeconds", 0.0,
+        "pulsar-py only: when > 0, the message expiry check runs this often (seconds) "
+        "instead of every messageExpiryCheckIntervalInMinutes")
+    backlog_quota_check_enabled: bool = setting("backlogQuotaCheckEnabled", True)
+    backlog_quota_check_interval_in_seconds: int = setting(
+        "backlogQuotaCheckIntervalInSeconds", 60, "How often topics' backlogs are checked")
+    backlog_quota_default_limit_bytes: int = setting(
+        "backlogQuotaDefaultLimitBytes", -1,
+        "Backlog size quota of namespaces that set none (-1: no quota)")
+    backlog_quota_default_limit_gb: float = setting(
+        "backlogQuotaDefaultLimitGB", -1.0, "Like backlogQuotaDefaultLimitBytes, in GB; wins when > 0")
+    backlog_quota_default_limit_second: int = setting(
+        "backlogQuotaDefaultLimitSecond", -1,
+        "Backlog age quota (message_age) of namespaces that set none (-1: no quota)")
+    backlog_quota_default_retention_policy: str = setting(
+        "backlogQuotaDefaultRetentionPolicy", "producer_request_hold",
+        "producer_request_hold, producer_exception or consumer_backlog_eviction")
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -73,6 +107,13 @@ def _validate(conf: BrokerConfig) -> None:
         raise errors.ConfigError("metadataStoreSessionTimeoutMillis must be at least 1000")
     if conf.max_message_size <= 0:
         raise errors.ConfigError("maxMessageSize must be positive")
+    if conf.backlog_quota_default_retention_policy not in BACKLOG_QUOTA_POLICIES:
+        raise errors.ConfigError(
+            f"backlogQuotaDefaultRetentionPolicy must be one of {', '.join(BACKLOG_QUOTA_POLICIES)}")
+    if conf.backlog_quota_check_interval_in_seconds <= 0:
+        raise errors.ConfigError("backlogQuotaCheckIntervalInSeconds must be positive")
+    if conf.message_expiry_check_interval_in_minutes <= 0:
+        raise errors.ConfigError("messageExpiryCheckIntervalInMinutes must be positive")
 
 
 def load(path: str | None, overrides: dict[str, str] | None = None) -> BrokerConfig:

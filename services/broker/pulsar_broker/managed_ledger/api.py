@@ -176,6 +176,9 @@ class ManagedLedger(Protocol):
 
     async def read_entry(self, position: Position) -> Entry: ...
 
+    def update_config(self, ml_config: ManagedLedgerConfig) -> None:
+        """New settings from now on: new ledgers use its quorums, trimming its retention."""
+
     async def terminate(self) -> Position:
         """Refuse further adds; returns the last position."""
 
@@ -189,6 +192,10 @@ class ManagedLedger(Protocol):
 
 
 class ManagedLedgerFactory(Protocol):
+    @property
+    def default_config(self) -> ManagedLedgerConfig:
+        """The broker's settings; per-topic variants are derived from it."""
+
     async def open(
         self, name: str, ml_config: ManagedLedgerConfig | None = None
     ) -> ManagedLedger:

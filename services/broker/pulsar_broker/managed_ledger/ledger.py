@@ -247,6 +247,13 @@ class ManagedLedgerImpl(ledger_core.ManagedLedgerCore):
     def cursor_closed(self, closed: cursor.ManagedCursorImpl) -> None:
         self._non_durable.discard(closed)
 
+    def update_config(self, ml_config: config.ManagedLedgerConfig) -> None:
+        """New settings; trims at once in case the retention became shorter."""
+        changed = ml_config != self.config
+        super().update_config(ml_config)
+        if changed and self._state in (State.OPEN, State.TERMINATED):
+            self.schedule_trim()
+
     # -- trimming ------------------------------------------------------------------
 
     def schedule_trim(self) -> None:

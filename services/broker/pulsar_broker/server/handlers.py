@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from pulsar_common import naming
@@ -22,7 +23,7 @@ from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.managed_ledger import errors as ml_errors
 from pulsar_broker.server import commands
 from pulsar_broker.subscriptions.consumer import Consumer, SubType
-from pulsar_broker.topics import deduplication, entry_info
+from pulsar_broker.topics import backlog_quota, deduplication, entry_info, policies
 
 if TYPE_CHECKING:
     from pulsar_broker.server.connection import ConsumerHandle, ProducerHandle, ServerConnection
@@ -121,6 +122,16 @@ class Handlers:
         if topic.ledger.is_terminated:
             self.cnx.write(replies.error(request.request_id, pb.TopicTerminatedError,
                                           "Topic was terminated"))
+            return
+        quota = await backlog_quota.producer_refusal(topic, int(time.time() * 1000))
+        if quota is not None:
+            # As Apache: hold is a ProducerBlockedQuotaExceededError, exception the
+            # ...Exception, which also fails the client's pending sends.
+            code = (pb.ProducerBlockedQuotaExceededError if quota.policy == policies.HOLD
+                    else pb.ProducerBlockedQuotaExceededException)
+            self.cnx.write(replies.error(
+                request.request_id, code,
+                "Cannot create producer on topic with backlog quota exceeded"))
             return
         name = request.producer_name or self.service.generate_producer_name()
         producer = topic.add_producer(

@@ -23,6 +23,7 @@ from pulsar_broker.namespace.bundles import NamespaceBundle
 from pulsar_broker.namespace.ownership import BrokerUrls
 from pulsar_broker.namespace.service import NamespaceService
 from pulsar_broker.topics.persistent_topic import PersistentTopic
+from pulsar_broker.topics.policy_enforcer import PolicyEnforcer
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +48,14 @@ class BrokerService:
             pulsar_resources, BrokerUrls(self.broker_service_url, self.web_service_url),
             self.broker_id, config.cluster_name, _version())
         self.namespaces.on_bundles_lost = self._unload_topics_of
+        #: Applies namespace policies (retention, persistence, TTL, backlog quotas) to topics.
+        self.policies = PolicyEnforcer(config, ledger_factory.default_config, pulsar_resources,
+                                       lambda: self.loaded_topics)
 
     async def start(self) -> None:
         """Register as a live broker (bundles can be assigned to it from now on)."""
         await self.namespaces.start()
+        self.policies.start()
 
     @property
     def broker_service_url(self) -> str:
@@ -100,11 +105,14 @@ class BrokerService:
 
     async def _load(self, name: naming.TopicName) -> PersistentTopic:
         await self.check_namespace(name.namespace_name)
-        ledger = await self.ledger_factory.open(name.persistence_name)
+        topic_policies = await self.policies.policies_of(name.namespace_name)
+        ledger = await self.ledger_factory.open(
+            name.persistence_name, self.policies.ledger_config(topic_policies))
         topic = PersistentTopic(
             name, ledger, self.config.dispatcher_max_read_batch_size,
             self.config.subscription_redelivery_tracker_enabled,
         )
+        self.policies.apply(topic, topic_policies)
         if await self.deduplication_enabled(name.namespace_name):
             await topic.enable_deduplication()
         await topic.load_durable_subscriptions()
@@ -232,6 +240,7 @@ class BrokerService:
         return result
 
     async def close(self) -> None:
+        await self.policies.close()
         for future in list(self._topics.values()):
             if future.done() and not future.exception():
                 try:

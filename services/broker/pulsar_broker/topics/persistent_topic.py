@@ -19,7 +19,7 @@ from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.subscriptions.consumer import SubType
 from pulsar_broker.subscriptions.subscription import Subscription
-from pulsar_broker.topics import deduplication
+from pulsar_broker.topics import deduplication, policies
 from pulsar_broker.web import hooks
 
 
@@ -51,6 +51,8 @@ class PersistentTopic:
         self.closed = False
         self._metric_name = str(name)
         self.deduplication: deduplication.MessageDeduplication | None = None
+        #: The namespace's policies as they apply here (kept current by the PolicyEnforcer).
+        self.policies = policies.TopicPolicies()
 
     def __str__(self) -> str:
         return str(self.name)
@@ -220,7 +222,7 @@ class PersistentTopic:
             "bytesInCounter": self.bytes_in,
             "averageMsgSize": (self.bytes_in / self.msg_in) if self.msg_in else 0.0,
             "storageSize": self.ledger.total_size,
-            "backlogSize": 0,
+            "backlogSize": self.backlog_size(),
             "publishers": [
                 {"producerId": p.producer_id, "producerName": p.name, "msgInCounter": p.msg_in,
                  "bytesInCounter": p.bytes_in, "address": p.remote_address}
@@ -230,6 +232,12 @@ class PersistentTopic:
             "replication": {},
             "deduplicationStatus": "Enabled" if self.deduplication else "Disabled",
         }
+
+    def backlog_size(self) -> int:
+        """Estimated bytes the slowest subscription has not acknowledged."""
+        from pulsar_broker.topics import backlog_quota
+
+        return backlog_quota.backlog_size(self)
 
     def internal_stats(self) -> dict[str, Any]:
         ledger = self.ledger

@@ -14,7 +14,9 @@ from typing import Any
 from aiohttp import web
 from pulsar_common import naming
 
+from pulsar_broker import config as broker_config
 from pulsar_broker import errors, resources
+from pulsar_broker.config import BrokerConfig
 from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.web import rest
 
@@ -118,11 +120,14 @@ async def namespace_topics(request: web.Request) -> web.Response:
 
 async def _update_policies(request: web.Request,
                            change: Callable[[dict[str, Any]], None]) -> web.Response:
+    """Change the stored record, then apply it to the namespace's topics loaded here (other
+    brokers see the change through their watch on the store)."""
     ns = rest.namespace_name(request)
-    pulsar = rest.service(request).resources
-    policies = await pulsar.get_policies(ns)
+    service = rest.service(request)
+    policies = await service.resources.get_policies(ns)
     change(policies)
-    await pulsar.set_policies(ns, policies)
+    await service.resources.set_policies(ns, policies)
+    await service.policies.namespace_changed(ns)
     return rest.no_content()
 
 
@@ -135,14 +140,18 @@ async def _policy_value(request: web.Request, field: str, unset: Any) -> web.Res
 
 
 def _simple_policy(path: str, field: str, check: Callable[[Any], Any],
-                   methods: tuple[str, ...] = ("POST",), unset: Any = None) -> None:
-    """GET, set (POST and/or PUT) and DELETE of one Policies field; GET gives unset when unset."""
+                   methods: tuple[str, ...] = ("POST",), unset: Any = None,
+                   limits: Callable[[Any, BrokerConfig], None] | None = None) -> None:
+    """GET, set (POST and/or PUT) and DELETE of one Policies field; GET gives unset when unset.
+    limits checks a value against the broker's settings."""
 
     async def get_value(request: web.Request) -> web.Response:
         return await _policy_value(request, field, unset)
 
     async def set_value(request: web.Request) -> web.Response:
         value = check(await rest.body_json(request))
+        if limits is not None:
+            limits(value, rest.service(request).config)
         return await _update_policies(request, lambda p: p.__setitem__(field, value))
 
     async def remove_value(request: web.Request) -> web.Response:
@@ -219,6 +228,17 @@ def _persistence(body: Any) -> dict[str, Any]:
             "bookkeeperAckQuorum": ack_quorum, "managedLedgerMaxMarkDeleteRate": mark_delete_rate}
 
 
+def _persistence_limits(value: dict[str, Any], conf: BrokerConfig) -> None:
+    """The broker's managedLedgerMax* settings bound what a namespace may ask for."""
+    bounds = [("bookkeeperEnsemble", "Bookkeeper-Ensemble", conf.managed_ledger_max_ensemble_size),
+              ("bookkeeperWriteQuorum", "Bookkeeper-WriteQuorum",
+               conf.managed_ledger_max_write_quorum),
+              ("bookkeeperAckQuorum", "Bookkeeper-AckQuorum", conf.managed_ledger_max_ack_quorum)]
+    for field, label, highest in bounds:
+        if value[field] > highest:
+            raise errors.InvalidRequestError(f"{label} must be <= {highest}")
+
+
 def _compatibility(body: Any) -> str:
     if not isinstance(body, str) or body.upper() not in COMPATIBILITY_STRATEGIES:
         raise errors.InvalidRequestError(f"Invalid schema compatibility strategy {body!r}")
@@ -234,7 +254,7 @@ def _clusters(body: Any) -> list[str]:
 _simple_policy("/retention", "retention_policies", _retention)
 _simple_policy("/messageTTL", "message_ttl_in_seconds", _non_negative_int)
 _simple_policy("/deduplication", "deduplicationEnabled", _boolean)
-_simple_policy("/persistence", "persistence", _persistence)
+_simple_policy("/persistence", "persistence", _persistence, limits=_persistence_limits)
 _simple_policy("/autoTopicCreation", "autoTopicCreationOverride", _auto_topic_creation)
 # Like Apache's, an undefined strategy reads as the default, FULL.
 _simple_policy("/schemaCompatibilityStrategy", "schema_compatibility_strategy", _compatibility,
@@ -284,6 +304,10 @@ async def set_backlog_quota(request: web.Request) -> web.Response:
                  "policy": str(body.get("policy", "producer_request_hold"))}
     except (TypeError, ValueError) as exc:
         raise errors.InvalidRequestError("Backlog quota limits must be integers") from exc
+    if quota["policy"] not in broker_config.BACKLOG_QUOTA_POLICIES:
+        raise errors.InvalidRequestError(
+            f"Invalid backlog quota policy {quota['policy']!r}: must be one of "
+            + ", ".join(broker_config.BACKLOG_QUOTA_POLICIES))
 
     def change(policies: dict[str, Any]) -> None:
         policies.setdefault("backlog_quota_map", {})

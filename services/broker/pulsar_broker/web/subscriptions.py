@@ -18,7 +18,7 @@ from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.managed_ledger import errors as ml_errors
 from pulsar_broker.subscriptions.subscription import Subscription
-from pulsar_broker.topics import entry_info
+from pulsar_broker.topics import entry_info, message_expiry
 from pulsar_broker.topics.persistent_topic import PersistentTopic
 from pulsar_broker.web import peek, remote_partitions, rest, topic_access
 
@@ -147,11 +147,8 @@ async def expire_messages(request: web.Request) -> web.Response:
     seconds = rest.path_int(request, "seconds")
     cutoff_ms = int(time.time() * 1000) - seconds * 1000
     for subscription in await _subscriptions(request):
-        cursor = subscription.cursor
-        found = await cursor.find_newest_matching(
-            lambda e: entry_info.entry_info(e.data).publish_time_ms <= cutoff_ms)
-        if found is not None and found > cursor.mark_delete_position:
-            await cursor.mark_delete(found)
+        if await message_expiry.expire_before(subscription.cursor, cutoff_ms):
+            subscription.new_entries()
     return rest.no_content()
 
 

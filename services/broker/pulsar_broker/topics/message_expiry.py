@@ -1,0 +1,24 @@
+"""Message expiry: acknowledge, for one subscription, every message published before a time.
+
+Shared by the admin call `expireMessages/{seconds}` and the periodic check
+that applies a namespace's message TTL (policy_enforcer.py). As Apache's
+expiry monitor does, only the entries after the mark-delete position are
+searched (publish times grow along the log), and the cursor moves with one
+cumulative acknowledgement.
+"""
+
+from __future__ import annotations
+
+from pulsar_broker.managed_ledger import api as ml
+from pulsar_broker.topics import entry_info
+
+
+async def expire_before(cursor: ml.ManagedCursor, cutoff_ms: int) -> bool:
+    """Acknowledge every entry published at or before cutoff_ms; True when the cursor moved."""
+    found = await cursor.find_newest_matching(
+        lambda entry: entry_info.entry_info(entry.data).publish_time_ms <= cutoff_ms,
+        active_only=True)
+    if found is None or found <= cursor.mark_delete_position:
+        return False
+    await cursor.mark_delete(found)
+    return True

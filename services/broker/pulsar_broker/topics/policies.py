@@ -1,0 +1,139 @@
+"""What a namespace's policies mean for each of its topics: a pure resolution.
+
+Apache stores a namespace's Policies JSON (retention_policies,
+message_ttl_in_seconds, backlog_quota_map, persistence, ...); a field left
+unset (null) falls back to a broker setting. `resolve` turns that record and
+the broker's settings into one TopicPolicies value per namespace, and
+`ledger_config` derives the per-topic ManagedLedgerConfig (retention, E/WQ/AQ,
+mark-delete rate) from the broker's default one. Enforcement lives in
+policy_enforcer.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from pulsar_common import errors as common_errors
+
+from pulsar_broker import config as broker_config
+from pulsar_broker.managed_ledger import config as ml_config
+
+log = logging.getLogger(__name__)
+
+BYTES_IN_GIGABYTE = 1024 * 1024 * 1024
+
+#: Backlog quota types of Apache's backlog_quota_map.
+DESTINATION_STORAGE = "destination_storage"
+MESSAGE_AGE = "message_age"
+
+HOLD = "producer_request_hold"
+EXCEPTION = "producer_exception"
+EVICTION = "consumer_backlog_eviction"
+
+
+@dataclasses.dataclass(frozen=True)
+class BacklogQuota:
+    """A limit on a topic's backlog and what happens past it (Apache's BacklogQuota)."""
+
+    #: Bytes not yet acknowledged by the slowest subscription; -1: no size limit.
+    limit_size: int
+    #: Age in seconds of the oldest unacknowledged message; -1: no age limit.
+    limit_time_s: int
+    policy: str
+
+    @property
+    def size_limited(self) -> bool:
+        return self.limit_size >= 0
+
+    @property
+    def time_limited(self) -> bool:
+        return self.limit_time_s >= 0
+
+
+@dataclasses.dataclass(frozen=True)
+class TopicPolicies:
+    """The namespace's policies as they apply to one topic, broker defaults filled in."""
+
+    retention_time_minutes: int = 0
+    retention_size_mb: int = 0
+    #: None: the broker's managedLedgerDefault* values.
+    ensemble_size: int | None = None
+    write_quorum: int | None = None
+    ack_quorum: int | None = None
+    #: Cursor positions persisted at most this often per second (0: the broker's setting).
+    max_mark_delete_rate: float = 0.0
+    #: Messages older than this are acknowledged for every subscription (0: never).
+    message_ttl_s: int = 0
+    storage_quota: BacklogQuota = BacklogQuota(-1, -1, HOLD)
+    age_quota: BacklogQuota = BacklogQuota(-1, -1, HOLD)
+
+
+def resolve(policies: Mapping[str, Any] | None, conf: broker_config.BrokerConfig,
+            default_ledger: ml_config.ManagedLedgerConfig) -> TopicPolicies:
+    """The namespace's Policies JSON (None when it has none) over the broker's defaults."""
+    policies = policies or {}
+    retention = policies.get("retention_policies") or {}
+    persistence = policies.get("persistence") or {}
+    ttl = policies.get("message_ttl_in_seconds")
+    quotas = policies.get("backlog_quota_map") or {}
+    return TopicPolicies(
+        retention_time_minutes=int(retention.get("retentionTimeInMinutes",
+                                                 default_ledger.retention_time_minutes)),
+        retention_size_mb=int(retention.get("retentionSizeInMB", default_ledger.retention_size_mb)),
+        ensemble_size=_optional_int(persistence.get("bookkeeperEnsemble")),
+        write_quorum=_optional_int(persistence.get("bookkeeperWriteQuorum")),
+        ack_quorum=_optional_int(persistence.get("bookkeeperAckQuorum")),
+        max_mark_delete_rate=float(persistence.get("managedLedgerMaxMarkDeleteRate") or 0.0),
+        message_ttl_s=int(conf.ttl_duration_default_in_seconds if ttl is None else ttl),
+        storage_quota=_quota(quotas.get(DESTINATION_STORAGE), default_quota(conf)),
+        age_quota=_quota(quotas.get(MESSAGE_AGE), default_quota(conf)),
+    )
+
+
+def default_quota(conf: broker_config.BrokerConfig) -> BacklogQuota:
+    """backlogQuotaDefaultLimitGB wins over backlogQuotaDefaultLimitBytes when positive."""
+    size = conf.backlog_quota_default_limit_bytes
+    if conf.backlog_quota_default_limit_gb > 0:
+        size = int(conf.backlog_quota_default_limit_gb * BYTES_IN_GIGABYTE)
+    return BacklogQuota(size, conf.backlog_quota_default_limit_second,
+                        conf.backlog_quota_default_retention_policy)
+
+
+def _quota(stored: Mapping[str, Any] | None, default: BacklogQuota) -> BacklogQuota:
+    if not stored:
+        return default
+    size = stored.get("limitSize", stored.get("limit", -1))
+    return BacklogQuota(int(-1 if size is None else size), int(stored.get("limitTime", -1)),
+                        str(stored.get("policy") or default.policy))
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def ledger_config(base: ml_config.ManagedLedgerConfig,
+                  policies: TopicPolicies) -> ml_config.ManagedLedgerConfig:
+    """The broker's managed-ledger settings with the namespace's retention and persistence.
+
+    A persistence record the managed ledger refuses (quorums that do not fit,
+    stored before validation existed) leaves the broker's quorums in place.
+    """
+    flush_s = base.cursor_position_flush_seconds
+    if policies.max_mark_delete_rate > 0:
+        flush_s = 1.0 / policies.max_mark_delete_rate
+    retained = dataclasses.replace(
+        base, retention_time_minutes=policies.retention_time_minutes,
+        retention_size_mb=policies.retention_size_mb, cursor_position_flush_seconds=flush_s)
+    if policies.ensemble_size is None:
+        return retained
+    try:
+        return dataclasses.replace(
+            retained, ensemble_size=policies.ensemble_size,
+            write_quorum=policies.write_quorum or policies.ensemble_size,
+            ack_quorum=policies.ack_quorum or policies.write_quorum or policies.ensemble_size)
+    except common_errors.ConfigError as exc:
+        log.warning("ignoring the namespace's persistence policies: %s", exc)
+        return retained

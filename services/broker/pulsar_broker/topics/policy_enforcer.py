@@ -1,0 +1,167 @@
+"""Applies namespace policies to the topics this broker has loaded, and keeps them applied.
+
+A topic gets its namespace's policies when it is loaded (its managed ledger is
+opened with the derived configuration). When a namespace's Policies record
+changes, by an admin call on this broker or on another one (seen through a
+watch on the metadata store), the new values go to that namespace's loaded
+topics: retention and persistence through the managed ledger's configuration
+(new ledgers use the new quorums; trimming follows the new retention), TTL
+and backlog quotas through the topic's `policies`.
+
+Two periodic checks act on them, as Apache's broker does: message expiry
+(every messageExpiryCheckIntervalInMinutes, or messageExpiryCheckIntervalSeconds
+when set) and backlog quotas (every backlogQuotaCheckIntervalInSeconds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from pulsar_common import naming
+from pulsar_common.metadata import errors as md_errors
+from pulsar_common.metadata import tasks
+
+from pulsar_broker import config as broker_config
+from pulsar_broker import errors, resources
+from pulsar_broker.managed_ledger import config as ml_config
+from pulsar_broker.topics import backlog_quota, message_expiry, policies
+from pulsar_broker.topics.persistent_topic import PersistentTopic
+
+log = logging.getLogger(__name__)
+
+#: Pause before watching the policies again after the watch was lost or failed.
+WATCH_RETRY_S = 1.0
+
+
+def _wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class PolicyEnforcer:
+    def __init__(self, conf: broker_config.BrokerConfig,
+                 default_ledger: ml_config.ManagedLedgerConfig,
+                 pulsar_resources: resources.PulsarResources,
+                 loaded_topics: Callable[[], list[PersistentTopic]],
+                 now_ms: Callable[[], int] = _wall_clock_ms) -> None:
+        self.conf = conf
+        self.default_ledger = default_ledger
+        self.resources = pulsar_resources
+        self._loaded_topics = loaded_topics
+        self._now_ms = now_ms
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # -- resolution and application ------------------------------------------------
+
+    async def policies_of(self, ns: naming.NamespaceName) -> policies.TopicPolicies:
+        try:
+            stored = await self.resources.get_policies(ns)
+        except errors.NotFoundError:
+            stored = None
+        return policies.resolve(stored, self.conf, self.default_ledger)
+
+    def ledger_config(self, topic_policies: policies.TopicPolicies) -> ml_config.ManagedLedgerConfig:
+        return policies.ledger_config(self.default_ledger, topic_policies)
+
+    def apply(self, topic: PersistentTopic, topic_policies: policies.TopicPolicies) -> None:
+        topic.policies = topic_policies
+        topic.ledger.update_config(self.ledger_config(topic_policies))
+
+    async def namespace_changed(self, ns: naming.NamespaceName) -> None:
+        """Give the namespace's loaded topics its current policies."""
+        topics = [t for t in self._loaded_topics() if t.name.namespace_name == ns]
+        if not topics:
+            return
+        current = await self.policies_of(ns)
+        for topic in topics:
+            self.apply(topic, current)
+
+    # -- periodic checks -------------------------------------------------------------
+
+    async def check_message_expiry(self) -> None:
+        """Acknowledge, on each durable subscription, messages older than the topic's TTL."""
+        now = self._now_ms()
+        for topic in self._loaded_topics():
+            ttl_s = topic.policies.message_ttl_s
+            if ttl_s <= 0 or topic.closed:
+                continue
+            for subscription in list(topic.subscriptions.values()):
+                if not subscription.durable:
+                    continue
+                try:
+                    if await message_expiry.expire_before(subscription.cursor, now - ttl_s * 1000):
+                        subscription.new_entries()
+                except Exception:  # noqa: BLE001 - one topic's failure must not stop the others
+                    log.exception("message expiry on %s/%s failed", topic.name, subscription.name)
+
+    async def check_backlog_quotas(self) -> None:
+        now = self._now_ms()
+        for topic in self._loaded_topics():
+            if topic.closed:
+                continue
+            try:
+                await backlog_quota.enforce(topic, now)
+            except Exception:  # noqa: BLE001 - one topic's failure must not stop the others
+                log.exception("backlog quota check on %s failed", topic.name)
+
+    # -- background tasks ----------------------------------------------------------
+
+    def start(self) -> None:
+        expiry_s = (self.conf.message_expiry_check_interval_seconds
+                    or self.conf.message_expiry_check_interval_in_minutes * 60.0)
+        self._spawn(self._every(expiry_s, self.check_message_expiry), "message-expiry")
+        if self.conf.backlog_quota_check_enabled:
+            self._spawn(self._every(float(self.conf.backlog_quota_check_interval_in_seconds),
+                                    self.check_backlog_quotas), "backlog-quota")
+        self._spawn(self._watch_policies(), "policies-watch")
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            await tasks.cancel_and_wait(task)
+        self._tasks.clear()
+
+    def _spawn(self, coroutine: Awaitable[None], name: str) -> None:
+        self._tasks.append(asyncio.ensure_future(coroutine))
+        self._tasks[-1].set_name(f"policies-{name}")
+
+    @staticmethod
+    async def _every(interval_s: float, check: Callable[[], Awaitable[None]]) -> None:
+        while True:
+            await asyncio.sleep(interval_s)
+            await check()
+
+    async def _watch_policies(self) -> None:
+        """Re-apply a namespace's policies whenever its record changes in the store (also
+        when another broker's admin API changed it)."""
+        while True:
+            watch = self.resources.store.watch(resources.POLICIES, prefix=True)
+            try:
+                # Changes made before the watch started are picked up by this pass.
+                await self._reapply_all()
+                async for notification in watch:
+                    ns = _namespace_of(notification.path)
+                    if ns is not None:
+                        await self.namespace_changed(ns)
+                return
+            except (md_errors.MetadataStoreError, errors.BrokerError) as exc:
+                log.warning("watching namespace policies failed (%s); watching again", exc)
+            finally:
+                await watch.close()
+            await asyncio.sleep(WATCH_RETRY_S)
+
+    async def _reapply_all(self) -> None:
+        for ns in {t.name.namespace_name for t in self._loaded_topics()}:
+            await self.namespace_changed(ns)
+
+
+def _namespace_of(path: str) -> naming.NamespaceName | None:
+    """/admin/policies/<tenant>/<ns> names a namespace; other paths under it do not."""
+    parts = path[len(resources.POLICIES):].strip("/").split("/")
+    if len(parts) != 2:
+        return None
+    try:
+        return naming.NamespaceName.parse("/".join(parts))
+    except naming.InvalidTopicNameError:
+        return None
