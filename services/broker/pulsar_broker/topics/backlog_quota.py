@@ -17,6 +17,7 @@ forward until the backlog is back under 90% of the limit, as Apache does.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 
 from pulsar_broker.managed_ledger import api as ml
@@ -124,7 +125,8 @@ async def evict_for_size(topic: PersistentTopic, limit_size: int) -> None:
         slowest = slowest_cursor(topic)
         if backlog <= target or slowest is None or slowest is previous:
             return
-        to_skip = int((backlog - target) / backlog * slowest.number_of_entries_in_backlog)
+        # Rounded up (Apache rounds down and may stop just above the target).
+        to_skip = math.ceil((backlog - target) / backlog * slowest.number_of_entries_in_backlog)
         if to_skip <= 0:
             return
         log.info("%s: backlog %d > %d bytes, skipping %d entries of %s", topic.name, backlog,
