@@ -31,8 +31,7 @@ class Chunk:
     publish_time: int
     producer_name: str
     batched: bool
-    #: The entry's payload, decompressed; the layout's byte ranges point into it.
-    body: bytes
+    #: Its messages; their byte ranges point into the record batch's joined payloads.
     layout: unpack.Layout
 
     def __len__(self) -> int:

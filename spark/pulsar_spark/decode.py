@@ -14,6 +14,7 @@ also names the message that does not match the schema.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import struct
@@ -35,47 +36,33 @@ METADATA_COLUMNS = columns.METADATA_COLUMNS
 _SPACE, _NEWLINE, _RETURN = 0x20, 0x0A, 0x0D
 
 
-def gather(chunks: list[columns.Chunk]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+def gather(body: bytes, chunks: list[columns.Chunk]) \
+        -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """(payload bytes of all messages back to back, offsets: message i is [o[i], o[i+1]))."""
-    parts, sizes = [], []
-    for chunk in chunks:
-        data = np.frombuffer(chunk.body, np.uint8)
-        lengths = chunk.layout.ends - chunk.layout.starts
-        parts.append(data[_ranges(chunk.layout.starts, lengths)])
-        sizes.append(lengths)
-    lengths = np.concatenate(sizes) if sizes else np.zeros(0, np.int64)
+    starts = np.concatenate([c.layout.starts for c in chunks])
+    lengths = np.concatenate([c.layout.ends for c in chunks]) - starts
     offsets = np.zeros(len(lengths) + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    payload = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
-    return payload, offsets
+    return np.frombuffer(body, np.uint8)[unpack.ranges(starts, lengths)], offsets
 
 
-def json_lines(chunks: list[columns.Chunk]) -> bytes:
+def json_lines(body: bytes, chunks: list[columns.Chunk]) -> bytes:
     """The payloads as JSON lines: one line per message, in order.
 
-    Each entry's payload is copied once; the bytes between its messages'
-    payloads (record headers) become spaces led by a newline. A raw newline
-    or carriage return can only be whitespace in valid JSON, so those inside
-    payloads become spaces too.
+    `body` is copied once; the bytes between messages' payloads (record
+    headers, the separators between entries) become spaces led by a newline.
+    A raw newline or carriage return can only be whitespace in valid JSON, so
+    those inside payloads become spaces too.
     """
-    pieces = []
-    for chunk in chunks:
-        layout = chunk.layout
-        data = np.frombuffer(chunk.body, np.uint8).copy()
-        data[(data == _NEWLINE) | (data == _RETURN)] = _SPACE
-        gap_starts = np.concatenate([np.zeros(1, np.int64), layout.ends[:-1]])
-        data[_ranges(gap_starts, layout.starts - gap_starts)] = _SPACE
-        data[layout.ends[-1]:] = _SPACE
-        data[layout.ends[:-1]] = _NEWLINE
-        pieces.append(data.tobytes())
-    return b"\n".join(pieces)
-
-
-def _ranges(starts: unpack.Int64s, lengths: unpack.Int64s) -> unpack.Int64s:
-    """Indices of the byte ranges [starts[i], starts[i] + lengths[i]), concatenated."""
-    total = int(lengths.sum())
-    ends = np.cumsum(lengths)
-    return np.repeat(starts - (ends - lengths), lengths) + np.arange(total, dtype=np.int64)
+    starts = np.concatenate([c.layout.starts for c in chunks])
+    ends = np.concatenate([c.layout.ends for c in chunks])
+    data = np.frombuffer(body, np.uint8).copy()
+    data[(data == _NEWLINE) | (data == _RETURN)] = _SPACE
+    gap_starts = np.concatenate([np.zeros(1, np.int64), ends[:-1]])
+    data[unpack.ranges(gap_starts, starts - gap_starts)] = _SPACE
+    data[ends[-1]:] = _SPACE
+    data[ends[:-1]] = _NEWLINE
+    return data.tobytes()
 
 
 class PayloadDecoder:
@@ -95,23 +82,24 @@ class PayloadDecoder:
             self._millis = {f["name"] for f in definition.get("fields", [])
                             if _logical(f.get("type")) == "timestamp-millis"}
 
-    def arrays(self, chunks: list[columns.Chunk], ids: pa.Array) -> list[pa.Array]:
-        """Payload columns of the messages of `chunks`; `ids` names them in errors."""
+    def arrays(self, body: bytes, chunks: list[columns.Chunk], ids: pa.Array) -> list[pa.Array]:
+        """Payload columns of the messages of `chunks` (in `body`); `ids` names them in errors."""
         nulls = _nulls(chunks)
         if self.schema_type in ("bytes", "string"):
-            return [self._raw_column(chunks, nulls)]
+            return [self._raw_column(body, chunks, nulls)]
         if self.schema_type == "json" and not self._millis and nulls is None:
-            fast = self._json_columns(json_lines(chunks), sum(len(c) for c in chunks))
+            fast = self._json_columns(json_lines(body, chunks), sum(len(c) for c in chunks))
             if fast is not None:
                 return fast
-        payloads = [c.body[s:e] for c in chunks
+        view = memoryview(body)
+        payloads = [view[s:e] for c in chunks
                     for s, e in zip(c.layout.starts.tolist(), c.layout.ends.tolist(), strict=True)]
         null_list = [False] * len(payloads) if nulls is None else nulls.tolist()
         return self._record_columns(payloads, null_list, ids.to_pylist())
 
-    def _raw_column(self, chunks: list[columns.Chunk], nulls: np.ndarray[Any, Any] | None) \
-            -> pa.Array:
-        payload, offsets = gather(chunks)
+    def _raw_column(self, body: bytes, chunks: list[columns.Chunk],
+                    nulls: np.ndarray[Any, Any] | None) -> pa.Array:
+        payload, offsets = gather(body, chunks)
         validity = None if nulls is None else pa.array(~nulls).buffers()[1]
         binary = pa.LargeBinaryArray.from_buffers(
             pa.large_binary(), len(offsets) - 1,
@@ -214,25 +202,25 @@ class EntryDecoder:
         self.time_range: tuple[int | None, int | None] = (None, None)
 
     def batches(self, entries: Iterable[StoredEntry]) -> Iterator[pa.RecordBatch]:
-        chunks: list[columns.Chunk] = []
+        pending: list[_Pending] = []
         rows = 0
         for ledger_id, entry_id, data in entries:
             try:
-                chunk = self._chunk(ledger_id, entry_id, data)
+                item = self._pending(ledger_id, entry_id, data)
             except (wire_errors.WireError, struct.error, ValueError) as exc:
                 raise errors.SchemaError(
                     f"{self.topic}: entry {ledger_id}:{entry_id} is unreadable: {exc}") from exc
-            if chunk is None or not len(chunk):
+            if item is None:
                 continue
-            chunks.append(chunk)
-            rows += len(chunk)
+            pending.append(item)
+            rows += item.count
             if rows >= self.batch_rows:
-                yield self._batch(chunks)
-                chunks, rows = [], 0
-        if chunks:
-            yield self._batch(chunks)
+                yield from self._batch(pending)
+                pending, rows = [], 0
+        if pending:
+            yield from self._batch(pending)
 
-    def _chunk(self, ledger_id: int, entry_id: int, data: bytes) -> columns.Chunk | None:
+    def _pending(self, ledger_id: int, entry_id: int, data: bytes) -> _Pending | None:
         metadata = entry.parse_entry_metadata(data)
         low, high = self.time_range
         if (low is not None and metadata.publish_time < low) or \
@@ -242,19 +230,62 @@ class EntryDecoder:
             raise wire_errors.EncryptedPayloadError("payload is encrypted for its consumers")
         body = compression.decompress(metadata.compression, entry.entry_payload(data),
                                       metadata.uncompressed_size)
-        batched = entry.is_batch(metadata)
-        if batched:
-            layout = unpack.unpack(body, metadata.num_messages_in_batch, metadata.sequence_id)
-        else:
-            layout = unpack.single(metadata, len(body))
-        return columns.Chunk(ledger_id, entry_id, metadata.publish_time, metadata.producer_name,
-                             batched, body, layout)
+        return _Pending(ledger_id, entry_id, metadata, body)
 
-    def _batch(self, chunks: list[columns.Chunk]) -> pa.RecordBatch:
+    def _batch(self, pending: list[_Pending]) -> Iterator[pa.RecordBatch]:
+        """The record batch of the pending entries (none if they hold no message)."""
+        body = b"\n".join(p.body for p in pending)  # a separator byte between entries
+        starts = np.cumsum([0] + [len(p.body) + 1 for p in pending]).tolist()
+        try:
+            chunks = self._chunks(body, pending, starts)
+        except (wire_errors.WireError, struct.error, ValueError):
+            for p in pending:  # name the entry at fault
+                try:
+                    self._chunks(p.body, [p], [0])
+                except (wire_errors.WireError, struct.error, ValueError) as exc:
+                    raise errors.SchemaError(f"{self.topic}: entry {p.ledger_id}:{p.entry_id} "
+                                             f"is unreadable: {exc}") from exc
+            raise
+        if not chunks:
+            return
         meta = columns.metadata_columns(chunks, self.topic, self.partition, self.metadata_fields)
         try:
-            arrays = self.payload.arrays(chunks, meta[METADATA_COLUMNS.index("__message_id")])
+            arrays = self.payload.arrays(body, chunks,
+                                         meta[METADATA_COLUMNS.index("__message_id")])
         except errors.SchemaError as exc:
             raise errors.SchemaError(f"{self.topic}: {exc}") from exc
         self.messages_decoded += sum(len(c) for c in chunks)
-        return pa.RecordBatch.from_arrays(arrays + meta, schema=self.arrow_schema)
+        yield pa.RecordBatch.from_arrays(arrays + meta, schema=self.arrow_schema)
+
+    @staticmethod
+    def _chunks(body: bytes, pending: list[_Pending], starts: list[int]) -> list[columns.Chunk]:
+        spans = [unpack.Span(start, start + len(p.body), p.metadata.num_messages_in_batch,
+                             p.metadata.sequence_id)
+                 for p, start in zip(pending, starts, strict=False) if p.batched]
+        batches = iter(unpack.unpack_entries(body, spans))
+        chunks = []
+        for p, start in zip(pending, starts, strict=False):
+            layout = next(batches) if p.batched else unpack.single(p.metadata, start,
+                                                                   start + len(p.body))
+            if len(layout):
+                chunks.append(columns.Chunk(p.ledger_id, p.entry_id, p.metadata.publish_time,
+                                            p.metadata.producer_name, p.batched, layout))
+        return chunks
+
+
+@dataclasses.dataclass(frozen=True)
+class _Pending:
+    """An entry waiting for its record batch: its metadata and decompressed payload."""
+
+    ledger_id: int
+    entry_id: int
+    metadata: Any
+    body: bytes
+
+    @property
+    def batched(self) -> bool:
+        return entry.is_batch(self.metadata)
+
+    @property
+    def count(self) -> int:
+        return entry.message_count(self.metadata)

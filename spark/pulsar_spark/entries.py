@@ -11,6 +11,7 @@ here: reads stop at the last entry the broker confirmed to its producers.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
 import threading
 from typing import Protocol
@@ -43,6 +44,11 @@ class EntrySource(Protocol):
     def read(self, ledger: LedgerLocation, first_entry_id: int, last_entry_id: int) -> list[bytes]:
         ...
 
+    def submit(self, ledger: LedgerLocation, first_entry_id: int, last_entry_id: int) \
+            -> concurrent.futures.Future[list[bytes]]:
+        """read() started in the background: the caller decodes while the bookies answer."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -65,12 +71,12 @@ class BookieEntrySource:
         self.bytes_read = 0
 
     def read(self, ledger: LedgerLocation, first_entry_id: int, last_entry_id: int) -> list[bytes]:
-        future = asyncio.run_coroutine_threadsafe(
+        return self.submit(ledger, first_entry_id, last_entry_id).result()
+
+    def submit(self, ledger: LedgerLocation, first_entry_id: int, last_entry_id: int) \
+            -> concurrent.futures.Future[list[bytes]]:
+        return asyncio.run_coroutine_threadsafe(
             self._read(ledger, first_entry_id, last_entry_id), self._loop)
-        payloads = future.result()
-        self.entries_read += len(payloads)
-        self.bytes_read += sum(len(p) for p in payloads)
-        return payloads
 
     async def _read(self, ledger: LedgerLocation, first: int, last: int) -> list[bytes]:
         if self._pool is None:
@@ -85,7 +91,10 @@ class BookieEntrySource:
             raise errors.EntryReadError(
                 f"ledger {ledger.ledger_id}: entries {first}..{last} unreadable from bookies "
                 f"{[list(f.ensemble) for f in metadata.ensembles]}: {exc}") from exc
-        return [entry.payload for entry in entries]
+        payloads = [entry.payload for entry in entries]
+        self.entries_read += len(payloads)
+        self.bytes_read += sum(len(p) for p in payloads)
+        return payloads
 
     def close(self) -> None:
         async def shutdown() -> None:

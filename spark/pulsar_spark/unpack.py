@@ -61,12 +61,12 @@ class Layout:
         return len(self.starts)
 
 
-def single(metadata: pb.MessageMetadata, payload_size: int) -> Layout:
-    """The layout of a non-batched entry: one message, its metadata in MessageMetadata."""
+def single(metadata: pb.MessageMetadata, start: int, end: int) -> Layout:
+    """A non-batched entry: one message at [start, end), its metadata in MessageMetadata."""
     key = metadata.partition_key if metadata.HasField("partition_key") else None
     props = [(p.key, p.value) for p in metadata.properties]
     return Layout(
-        starts=np.zeros(1, np.int64), ends=np.full(1, payload_size, np.int64),
+        starts=np.full(1, start, np.int64), ends=np.full(1, end, np.int64),
         sequence_ids=np.full(1, _signed(metadata.sequence_id), np.int64),
         event_times=np.full(1, _signed(metadata.event_time), np.int64),
         keys=None if key is None else [key], properties=[props] if props else None,
@@ -79,10 +79,35 @@ def _signed(value: int) -> int:
 
 
 def unpack(body: bytes, count: int, base_sequence_id: int) -> Layout:
-    """The layout of a batch of `count` messages: `scan` when it applies, else `walk`."""
-    base = _signed(base_sequence_id)
-    found = scan(body, count, base)
-    return found if found is not None else walk(body, count, base)
+    """The layout of one batch of `count` messages: `scan` when it applies, else `walk`."""
+    return unpack_entries(body, [Span(0, len(body), count, base_sequence_id)])[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class Span:
+    """A batch entry's payload inside a larger buffer: [start, end), messages, base sequence id."""
+
+    start: int
+    end: int
+    count: int
+    base_sequence_id: int
+
+
+def unpack_entries(body: bytes, spans: list[Span]) -> list[Layout]:
+    """Layouts of batch entries laid out in `body` (positions are in `body`), scanned together."""
+    data = np.frombuffer(body, np.uint8)
+    bases = [_signed(s.base_sequence_id) for s in spans]
+    layouts = scan_spans(data, np.array([s.start for s in spans], np.int64),
+                         np.array([s.end for s in spans], np.int64),
+                         np.array([s.count for s in spans], np.int64), np.array(bases, np.int64))
+    result = []
+    for span, base, layout in zip(spans, bases, layouts, strict=True):
+        if layout is None:
+            walked = walk(body[span.start : span.end], span.count, base)
+            layout = dataclasses.replace(walked, starts=walked.starts + span.start,
+                                         ends=walked.ends + span.start)
+        result.append(layout)
+    return result
 
 
 def walk(body: bytes, count: int, base_sequence_id: int) -> Layout:
@@ -119,76 +144,94 @@ def walk(body: bytes, count: int, base_sequence_id: int) -> Layout:
 
 
 def scan(body: bytes, count: int, base_sequence_id: int) -> Layout | None:
-    """The layout found with numpy, or None when the entry needs `walk` (see the module doc)."""
-    data = np.frombuffer(body, np.uint8)
+    """One batch found with numpy, or None when it needs `walk` (see the module doc)."""
+    return scan_spans(np.frombuffer(body, np.uint8), np.zeros(1, np.int64),
+                      np.full(1, len(body), np.int64), np.full(1, count, np.int64),
+                      np.full(1, base_sequence_id, np.int64))[0]
+
+
+def scan_spans(data: npt.NDArray[np.uint8], starts: Int64s, ends: Int64s, counts: Int64s,
+               bases: Int64s) -> list[Layout | None]:
+    """Batches [starts[i], ends[i]) of `data` found with numpy; None for those that need `walk`."""
+    result: list[Layout | None] = [None] * len(starts)
     size = len(data)
-    if count <= 0 or size < 5:
-        return None
+    if size < 5 or not len(starts):
+        return result
     zeros = np.flatnonzero(data[: size - 4] == 0)
     heads = zeros[(data[zeros + 1] == 0) & (data[zeros + 2] == 0)
                   & (data[zeros + 3] != 0) & (data[zeros + 4] == _TAG_PAYLOAD_SIZE)]
-    if len(heads) != count or heads[0] != 0:
-        return None
+    if not len(heads):
+        return result
     heads = heads.astype(np.int64)
+    low, high = np.searchsorted(heads, starts), np.searchsorted(heads, ends)
+    fits = (high - low == counts) & (counts > 0) & \
+        (heads[np.minimum(low, len(heads) - 1)] == starts)
+    taken = np.flatnonzero(fits)
+    if not len(taken):
+        return result
+    counts = counts[taken]
+    heads = heads[ranges(low[taken], counts)]
+    owner = np.repeat(np.arange(len(taken)), counts)
     metadata_end = heads + 4 + data[heads + 3].astype(np.int64)
-    if metadata_end[-1] > size:
-        return None
-    decoded = _varints(data, heads + 5)
-    if decoded is None:
-        return None
-    payload_size, pos = decoded
-    fields = []
-    for tag in (_TAG_EVENT_TIME, _TAG_SEQUENCE_ID):
-        found = _optional_varint(data, pos, metadata_end, tag)
-        if found is None:
-            return None
-        value, pos = found
-        fields.append(value)
-    if not np.array_equal(pos, metadata_end):
-        return None  # fields the scan does not know: properties, keys, null values, ...
-    ends = metadata_end + payload_size
-    if ends[-1] != size or not np.array_equal(ends[:-1], heads[1:]):
-        return None
-    event_times, sequence_ids = fields
-    defaults = base_sequence_id + np.arange(count, dtype=np.int64)
-    return Layout(starts=metadata_end, ends=ends,
-                  sequence_ids=np.where(sequence_ids < 0, defaults, sequence_ids),
-                  event_times=np.maximum(event_times, 0))
+    payload_size, pos, bad = _varints(data, heads + 5)
+    event_times, pos, bad_event = _optional_varint(data, pos, metadata_end, _TAG_EVENT_TIME)
+    sequence_ids, pos, bad_sequence = _optional_varint(data, pos, metadata_end, _TAG_SEQUENCE_ID)
+    # Unknown fields (properties, keys, null values, ...) leave pos short of metadata_end.
+    bad |= bad_event | bad_sequence | (pos != metadata_end)
+    message_end = metadata_end + payload_size
+    following = np.empty_like(heads)
+    following[:-1] = heads[1:]
+    first = np.cumsum(counts) - counts
+    last = first + counts - 1
+    following[last] = ends[taken]
+    bad |= message_end != following
+    failed = np.bincount(owner[bad], minlength=len(taken)) > 0
+    index = np.arange(len(heads), dtype=np.int64) - np.repeat(first, counts)
+    sequence_ids = np.where(sequence_ids < 0, bases[taken][owner] + index, sequence_ids)
+    event_times = np.maximum(event_times, 0)
+    for k, entry in enumerate(taken.tolist()):
+        if not failed[k]:
+            cut = slice(int(first[k]), int(last[k]) + 1)
+            result[entry] = Layout(metadata_end[cut], message_end[cut], sequence_ids[cut],
+                                   event_times[cut])
+    return result
+
+
+def ranges(starts: Int64s, lengths: Int64s) -> Int64s:
+    """Indices of the ranges [starts[i], starts[i] + lengths[i]), concatenated."""
+    total = int(lengths.sum())
+    ends = np.cumsum(lengths)
+    return np.repeat(starts - (ends - lengths), lengths) + np.arange(total, dtype=np.int64)
 
 
 def _optional_varint(data: npt.NDArray[np.uint8], pos: Int64s, limit: Int64s,
-                     tag: int) -> tuple[Int64s, Int64s] | None:
-    """The field `tag` where it comes next: (value, -1 where absent), new positions."""
-    inside = pos < limit
-    present = inside & (data[np.minimum(pos, len(data) - 1)] == tag)
+                     tag: int) -> tuple[Int64s, Int64s, Bools]:
+    """The field `tag` where it comes next: (value or -1 where absent, new positions, bad)."""
+    present = (pos < limit) & (data[np.minimum(pos, len(data) - 1)] == tag)
     if not present.any():
-        return np.full(len(pos), -1, np.int64), pos
-    decoded = _varints(data, np.where(present, pos + 1, 0))  # 0: any readable position
-    if decoded is None:
-        return None
-    value, after = decoded
-    return np.where(present, value, -1), np.where(present, after, pos)
+        return np.full(len(pos), -1, np.int64), pos, np.zeros(len(pos), np.bool_)
+    value, after, bad = _varints(data, np.where(present, pos + 1, 0))  # 0: any readable byte
+    return np.where(present, value, -1), np.where(present, after, pos), bad & present
 
 
-def _varints(data: npt.NDArray[np.uint8], pos: Int64s) -> tuple[Int64s, Int64s] | None:
-    """Unsigned varints starting at each position: (values, positions after them)."""
+def _varints(data: npt.NDArray[np.uint8], pos: Int64s) -> tuple[Int64s, Int64s, Bools]:
+    """Unsigned varints at each position: (values, positions after them, bad).
+
+    Bad: the varint runs past the data or is longer than _VARINT_BYTES_MAX.
+    """
     last = len(data) - 1
-    if len(pos) and pos.max() > last:
-        return None
-    byte = data[pos].astype(np.int64)
+    bad = pos > last
+    byte = data[np.minimum(pos, last)].astype(np.int64)
     value = byte & 0x7F
     more = byte >= 0x80
     length = np.ones(len(pos), np.int64)
-    shift = 7
-    while more.any():
-        if shift >= 7 * _VARINT_BYTES_MAX:
-            return None
+    for shift in range(7, 7 * _VARINT_BYTES_MAX, 7):
+        if not more.any():
+            break
         at = pos + length
-        if at[more].max() > last:
-            return None
+        bad |= more & (at > last)
         byte = data[np.minimum(at, last)].astype(np.int64)
         value = np.where(more, value | ((byte & 0x7F) << shift), value)
         length += more
         more &= byte >= 0x80
-        shift += 7
-    return value, pos + length
+    return value, pos + length, bad | more

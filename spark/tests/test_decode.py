@@ -179,8 +179,20 @@ def test_string_payloads_that_are_not_utf8_get_replacement_characters():
 
 def test_decode_json_lines_keeps_one_line_per_message():
     decoder = _decoder(READING_FIELDS, "json", READING)
-    chunk = decoder._chunk(1, 0, _batch_entry(AWKWARD_JSON))
-    assert chunk is not None
-    lines = decode.json_lines([chunk, chunk]).split(b"\n")
+    pending = [decoder._pending(1, i, _batch_entry(AWKWARD_JSON)) for i in range(2)]
+    body = b"\n".join(p.body for p in pending)
+    chunks = decoder._chunks(body, pending, [0, len(pending[0].body) + 1])
+    lines = decode.json_lines(body, chunks).split(b"\n")
     assert len(lines) == 2 * len(AWKWARD_JSON)
     assert [json.loads(line) for line in lines] == [json.loads(p) for p in AWKWARD_JSON] * 2
+
+
+def test_an_unreadable_entry_is_named():
+    decoder = _decoder([("value", pa.binary())], "bytes")
+    good = _batch_entry([b"a"])
+    metadata = pb.MessageMetadata(producer_name="p", sequence_id=1, publish_time=1,
+                                  num_messages_in_batch=3)
+    raw = metadata.SerializeToString()
+    bad = struct.pack(">I", len(raw)) + raw + b"\x00\x00\x00\x02\x18\x09abc"
+    with pytest.raises(errors.SchemaError, match="entry 4:1 is unreadable"):
+        list(decoder.batches([(4, 0, good), (4, 1, bad), (4, 2, good)]))

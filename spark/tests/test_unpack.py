@@ -114,8 +114,30 @@ def test_a_single_message_entry_takes_its_metadata_from_the_entry() -> None:
     metadata = pb.MessageMetadata(producer_name="p", sequence_id=4, publish_time=1,
                                   partition_key="k", event_time=9, null_value=True)
     metadata.properties.add(key="a", value="b")
-    layout = unpack.single(metadata, 0)
+    layout = unpack.single(metadata, 0, 0)
     assert as_lists(layout) == {"starts": [0], "ends": [0], "sequence_ids": [4],
                                 "event_times": [9], "keys": ["k"], "properties": [[("a", "b")]],
                                 "nulls": [True]}
     assert layout.starts.dtype == np.int64
+
+
+def test_entries_scanned_together_match_each_entry_alone() -> None:
+    batches = [
+        [{"payload": b'{"a": 1}', "sequence_id": 5}, {"payload": b"{}"}],
+        [{"payload": b"x", "partition_key": "k"}],  # needs the walk
+        [],
+        [{"payload": b"{\x00\x00\x00\x03\x18\x02\x40}"}, {"payload": b"y", "event_time": 3}],
+        [{"payload": b"z" * 300, "sequence_id": 2**40}],
+    ]
+    bodies = [batch_body(b) for b in batches]
+    joined = b"\n".join(bodies)
+    spans, at = [], 0
+    for body, messages in zip(bodies, batches, strict=True):
+        spans.append(unpack.Span(at, at + len(body), len(messages), 100))
+        at += len(body) + 1
+    together = unpack.unpack_entries(joined, spans)
+    for span, body, layout in zip(spans, bodies, together, strict=True):
+        alone = as_lists(unpack.walk(body, span.count, 100))
+        shifted = {**alone, "starts": [s + span.start for s in alone["starts"]],
+                   "ends": [e + span.start for e in alone["ends"]]}
+        assert as_lists(layout) == shifted
