@@ -173,6 +173,11 @@ def _retention(body: Any) -> dict[str, int]:
         raise errors.InvalidRequestError("Retention values must be integers") from exc
     if minutes < -1 or size_mb < -1:
         raise errors.PreconditionFailedError("Retention values must be -1 (infinite) or more")
+    if (minutes == 0) != (size_mb == 0):
+        # As Apache: a single 0 would delete consumed ledgers at once despite the other limit.
+        raise errors.InvalidRequestError(
+            "Invalid retention policy: a time or size limit of 0 is only valid with the other "
+            "also 0 (no retention); use -1 to leave one limit out")
     return {"retentionTimeInMinutes": minutes, "retentionSizeInMB": size_mb}
 
 

@@ -100,3 +100,9 @@ def test_impossible_persistence_policies_are_refused(admin, namespace):
     status, answer = admin.call("POST", path, above_max)
     assert status == 400 and "Bookkeeper-Ensemble must be <= 3" in answer["reason"]
     assert admin.call("GET", path)[0] == 204
+
+
+def test_a_single_zero_retention_limit_is_refused(admin, namespace):
+    status, answer = admin.call("POST", f"/admin/v2/namespaces/{namespace}/retention",
+                                {"retentionTimeInMinutes": 60, "retentionSizeInMB": 0})
+    assert status == 400 and "use -1" in answer["reason"]
