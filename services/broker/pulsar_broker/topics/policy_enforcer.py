@@ -93,7 +93,7 @@ class PolicyEnforcer:
                 try:
                     if await message_expiry.expire_before(subscription.cursor, now - ttl_s * 1000):
                         subscription.new_entries()
-                except Exception:  # noqa: BLE001 - one topic's failure must not stop the others
+                except Exception:
                     log.exception("message expiry on %s/%s failed", topic.name, subscription.name)
 
     async def check_backlog_quotas(self) -> None:
@@ -103,7 +103,7 @@ class PolicyEnforcer:
                 continue
             try:
                 await backlog_quota.enforce(topic, now)
-            except Exception:  # noqa: BLE001 - one topic's failure must not stop the others
+            except Exception:
                 log.exception("backlog quota check on %s failed", topic.name)
 
     # -- background tasks ----------------------------------------------------------

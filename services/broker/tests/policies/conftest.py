@@ -12,7 +12,6 @@ from typing import Any
 
 import pulsar
 import pytest
-
 from pulsar_broker import testing as broker_testing
 
 #: The tests count ledgers with this many entries each.

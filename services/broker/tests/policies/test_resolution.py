@@ -4,7 +4,6 @@ managed-ledger config derived from it, and the backlog size estimate."""
 from __future__ import annotations
 
 import pytest
-
 from pulsar_broker import config as broker_config
 from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.managed_ledger import config as ml_config
