@@ -34,6 +34,7 @@ StoredEntry = tuple[int, int, bytes]
 
 METADATA_COLUMNS = columns.METADATA_COLUMNS
 _SPACE, _NEWLINE, _RETURN = 0x20, 0x0A, 0x0D
+_BLANK_LINE_BREAKS = bytes.maketrans(b"\n\r", b"  ")
 
 
 def gather(body: bytes, chunks: list[columns.Chunk]) \
@@ -46,7 +47,7 @@ def gather(body: bytes, chunks: list[columns.Chunk]) \
     return np.frombuffer(body, np.uint8)[unpack.ranges(starts, lengths)], offsets
 
 
-def json_lines(body: bytes, chunks: list[columns.Chunk]) -> bytes:
+def json_lines(body: bytes, chunks: list[columns.Chunk]) -> bytearray:
     """The payloads as JSON lines: one line per message, in order.
 
     `body` is copied once; the bytes between messages' payloads (record
@@ -56,13 +57,19 @@ def json_lines(body: bytes, chunks: list[columns.Chunk]) -> bytes:
     """
     starts = np.concatenate([c.layout.starts for c in chunks])
     ends = np.concatenate([c.layout.ends for c in chunks])
-    data = np.frombuffer(body, np.uint8).copy()
-    data[(data == _NEWLINE) | (data == _RETURN)] = _SPACE
-    gap_starts = np.concatenate([np.zeros(1, np.int64), ends[:-1]])
-    data[unpack.ranges(gap_starts, starts - gap_starts)] = _SPACE
-    data[ends[-1]:] = _SPACE
+    gap_starts = np.concatenate([np.zeros(1, np.int64), ends])
+    gap_ends = np.concatenate([starts, np.full(1, len(body), np.int64)])
+    gaps = unpack.ranges(gap_starts, gap_ends - gap_starts)
+    in_gaps = np.frombuffer(body, np.uint8)[gaps]
+    breaks_in_gaps = np.count_nonzero((in_gaps == _NEWLINE) | (in_gaps == _RETURN))
+    if body.count(b"\n") + body.count(b"\r") > breaks_in_gaps:  # some inside payloads
+        lines = bytearray(body.translate(_BLANK_LINE_BREAKS))
+    else:
+        lines = bytearray(body)
+    data = np.frombuffer(lines, np.uint8)
+    data[gaps] = _SPACE
     data[ends[:-1]] = _NEWLINE
-    return data.tobytes()
+    return lines
 
 
 class PayloadDecoder:
@@ -113,11 +120,11 @@ class PayloadDecoder:
                                  for v in binary.to_pylist()], target)
         return binary.cast(target)
 
-    def _json_columns(self, data: bytes, rows: int) -> list[pa.Array] | None:
+    def _json_columns(self, data: bytearray, rows: int) -> list[pa.Array] | None:
         """Arrow's JSON reader over the payloads as JSON lines, or None when that cannot work."""
         try:
             table = pa_json.read_json(
-                pa.BufferReader(data),
+                pa.BufferReader(pa.py_buffer(data)),
                 read_options=pa_json.ReadOptions(block_size=max(1 << 20, len(data) + 1)),
                 parse_options=pa_json.ParseOptions(explicit_schema=pa.schema(self.fields),
                                                    unexpected_field_behavior="ignore"))
