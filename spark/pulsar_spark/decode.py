@@ -34,7 +34,6 @@ StoredEntry = tuple[int, int, bytes]
 
 METADATA_COLUMNS = columns.METADATA_COLUMNS
 _SPACE, _NEWLINE, _RETURN = 0x20, 0x0A, 0x0D
-_BLANK_LINE_BREAKS = bytes.maketrans(b"\n\r", b"  ")
 
 
 def gather(body: bytes, chunks: list[columns.Chunk]) \
@@ -60,13 +59,12 @@ def json_lines(body: bytes, chunks: list[columns.Chunk]) -> bytearray:
     gap_starts = np.concatenate([np.zeros(1, np.int64), ends])
     gap_ends = np.concatenate([starts, np.full(1, len(body), np.int64)])
     gaps = unpack.ranges(gap_starts, gap_ends - gap_starts)
-    in_gaps = np.frombuffer(body, np.uint8)[gaps]
-    breaks_in_gaps = np.count_nonzero((in_gaps == _NEWLINE) | (in_gaps == _RETURN))
-    if body.count(b"\n") + body.count(b"\r") > breaks_in_gaps:  # some inside payloads
-        lines = bytearray(body.translate(_BLANK_LINE_BREAKS))
-    else:
-        lines = bytearray(body)
+    lines = bytearray(body)
     data = np.frombuffer(lines, np.uint8)
+    in_gaps = data[gaps]
+    breaks_in_gaps = np.count_nonzero(in_gaps == _NEWLINE) + np.count_nonzero(in_gaps == _RETURN)
+    if np.count_nonzero(data == _NEWLINE) + np.count_nonzero(data == _RETURN) > breaks_in_gaps:
+        data[(data == _NEWLINE) | (data == _RETURN)] = _SPACE  # some are inside payloads
     data[gaps] = _SPACE
     data[ends[:-1]] = _NEWLINE
     return lines
