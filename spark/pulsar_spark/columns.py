@@ -11,6 +11,7 @@ the entries that carry them.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -50,26 +51,32 @@ def message_ids(chunks: list[Chunk], partition: int) -> pa.Array:
 
 def metadata_columns(chunks: list[Chunk], topic: str, partition: int,
                      fields: list[pa.Field]) -> list[pa.Array]:
-    """The nine metadata columns, in METADATA_COLUMNS order, typed as `fields`."""
+    """The metadata columns `fields` names (any of METADATA_COLUMNS), in that order and type."""
     rows = sum(len(c) for c in chunks)
     counts = np.array([len(c) for c in chunks], np.int64)
     layouts = [c.layout for c in chunks]
-    types = {f.name: f.type for f in fields}
-    event_times = np.concatenate([lay.event_times for lay in layouts]) * 1000
-    arrays = [
-        _keys(layouts, rows, types["__key"]),
-        _repeated_string(topic, rows),
-        pa.array(np.full(rows, partition, np.int32)),
-        message_ids(chunks, partition),
-        pa.array(np.repeat(np.array([c.publish_time for c in chunks], np.int64) * 1000, counts),
-                 types["__publish_time"]),
-        pa.array(event_times, types["__event_time"], mask=event_times == 0),
-        pa.array(np.concatenate([lay.sequence_ids for lay in layouts])),
-        pa.array([c.producer_name for c in chunks], pa.string()).take(
-            np.repeat(np.arange(len(chunks)), counts)),
-        _properties(layouts, rows, types["__properties"]),
-    ]
-    return [a if a.type == t.type else a.cast(t.type) for a, t in zip(arrays, fields, strict=True)]
+    owner = np.repeat(np.arange(len(chunks)), counts)
+
+    def event_times(kind: pa.DataType) -> pa.Array:
+        values = np.concatenate([lay.event_times for lay in layouts]) * 1000
+        return pa.array(values, kind, mask=values == 0)
+
+    builders: dict[str, Callable[[pa.DataType], pa.Array]] = {
+        "__key": lambda kind: _keys(layouts, rows, kind),
+        "__topic": lambda kind: _repeated_string(topic, rows),
+        "__partition": lambda kind: pa.array(np.full(rows, partition, np.int32)),
+        "__message_id": lambda kind: message_ids(chunks, partition),
+        "__publish_time": lambda kind: pa.array(
+            np.repeat(np.array([c.publish_time for c in chunks], np.int64) * 1000, counts), kind),
+        "__event_time": event_times,
+        "__sequence_id": lambda kind: pa.array(np.concatenate([lay.sequence_ids
+                                                               for lay in layouts])),
+        "__producer_name": lambda kind: pa.array(
+            [c.producer_name for c in chunks], pa.string()).take(owner),
+        "__properties": lambda kind: _properties(layouts, rows, kind),
+    }
+    arrays = [builders[f.name](f.type) for f in fields]
+    return [a if a.type == f.type else a.cast(f.type) for a, f in zip(arrays, fields, strict=True)]
 
 
 def _repeated_string(value: str, rows: int) -> pa.Array:

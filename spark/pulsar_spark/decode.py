@@ -18,7 +18,7 @@ import dataclasses
 import io
 import json
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -87,8 +87,14 @@ class PayloadDecoder:
             self._millis = {f["name"] for f in definition.get("fields", [])
                             if _logical(f.get("type")) == "timestamp-millis"}
 
-    def arrays(self, body: bytes, chunks: list[columns.Chunk], ids: pa.Array) -> list[pa.Array]:
-        """Payload columns of the messages of `chunks` (in `body`); `ids` names them in errors."""
+    def arrays(self, body: bytes, chunks: list[columns.Chunk],
+               ids: Callable[[], pa.Array]) -> list[pa.Array]:
+        """Payload columns of the messages of `chunks` (in `body`); `ids` names them in errors.
+
+        With no payload column asked for, payloads are not decoded at all.
+        """
+        if not self.fields:
+            return []
         nulls = _nulls(chunks)
         if self.schema_type in ("bytes", "string"):
             return [self._raw_column(body, chunks, nulls)]
@@ -100,7 +106,7 @@ class PayloadDecoder:
         payloads = [view[s:e] for c in chunks
                     for s, e in zip(c.layout.starts.tolist(), c.layout.ends.tolist(), strict=True)]
         null_list = [False] * len(payloads) if nulls is None else nulls.tolist()
-        return self._record_columns(payloads, null_list, ids.to_pylist())
+        return self._record_columns(payloads, null_list, ids().to_pylist())
 
     def _raw_column(self, body: bytes, chunks: list[columns.Chunk],
                     nulls: np.ndarray[Any, Any] | None) -> pa.Array:
@@ -196,9 +202,10 @@ class EntryDecoder:
                  definition: dict[str, Any] | None, topic: str, partition: int,
                  batch_rows: int) -> None:
         self.arrow_schema = arrow_schema
-        count = len(arrow_schema) - len(METADATA_COLUMNS)
-        self.payload = PayloadDecoder(schema_type, definition, list(arrow_schema)[:count])
-        self.metadata_fields = list(arrow_schema)[count:]
+        # Any subset of the columns, in any order (a schema given to the reader).
+        self.payload = PayloadDecoder(schema_type, definition,
+                                      [f for f in arrow_schema if f.name not in METADATA_COLUMNS])
+        self.metadata_fields = [f for f in arrow_schema if f.name in METADATA_COLUMNS]
         self.topic = topic
         self.partition = partition
         self.batch_rows = batch_rows
@@ -255,12 +262,15 @@ class EntryDecoder:
             return
         meta = columns.metadata_columns(chunks, self.topic, self.partition, self.metadata_fields)
         try:
-            arrays = self.payload.arrays(body, chunks,
-                                         meta[METADATA_COLUMNS.index("__message_id")])
+            payload = self.payload.arrays(
+                body, chunks, lambda: columns.message_ids(chunks, self.partition))
         except errors.SchemaError as exc:
             raise errors.SchemaError(f"{self.topic}: {exc}") from exc
         self.messages_decoded += sum(len(c) for c in chunks)
-        yield pa.RecordBatch.from_arrays(arrays + meta, schema=self.arrow_schema)
+        by_name = dict(zip([f.name for f in self.payload.fields], payload, strict=True))
+        by_name.update(zip([f.name for f in self.metadata_fields], meta, strict=True))
+        yield pa.RecordBatch.from_arrays([by_name[name] for name in self.arrow_schema.names],
+                                         schema=self.arrow_schema)
 
     @staticmethod
     def _chunks(body: bytes, pending: list[_Pending], starts: list[int]) -> list[columns.Chunk]:

@@ -3,7 +3,8 @@
 Avro and JSON schemas are Avro-style record definitions (Pulsar stores JSON
 schemas that way too); their top-level fields become columns, nested
 records become struct columns. Without a schema the payload is the binary
-column `value`; schema.type=string makes it a string column.
+column `value`; schema.type=string makes it a string column. A reader may be
+given any subset of these columns (`check_selection`).
 """
 
 from __future__ import annotations
@@ -96,3 +97,21 @@ def payload_fields(schema_type: str, definition: dict[str, Any] | None) -> list[
 
 def dataframe_schema(schema_type: str, definition: dict[str, Any] | None) -> T.StructType:
     return T.StructType(payload_fields(schema_type, definition) + list(METADATA_FIELDS))
+
+
+def check_selection(given: T.StructType, full: T.StructType) -> T.StructType:
+    """A schema given to the reader (`.schema(...)`): a subset of the topic's columns.
+
+    Only those columns are produced, which is the Python Data Source API's
+    only way to prune columns: the others are never built, and with no
+    payload column the payloads are not even decoded.
+    """
+    types = {f.name: f.dataType for f in full.fields}
+    for f in given.fields:
+        if f.name not in types:
+            raise errors.SchemaError(
+                f"column {f.name!r} is not a column of this topic: {list(types)}")
+        if f.dataType != types[f.name]:
+            raise errors.SchemaError(f"column {f.name!r} is {types[f.name].simpleString()}, "
+                                     f"not {f.dataType.simpleString()}")
+    return given

@@ -62,12 +62,16 @@ class PulsarDataSource(ds.DataSource):
         return schema.dataframe_schema(opts.schema_type, opts.schema_definition)
 
     def reader(self, schema: T.StructType) -> ds.DataSourceReader:  # names fixed by Spark
-        return PulsarBatchReader(self.read_options(), schema)
+        return PulsarBatchReader(self.read_options(), self._selected(schema))
 
     def streamReader(self, schema: T.StructType) -> ds.DataSourceStreamReader:
         from pulsar_spark import stream
 
-        return stream.PulsarStreamReader(self.read_options(), schema)
+        return stream.PulsarStreamReader(self.read_options(), self._selected(schema))
+
+    def _selected(self, given: T.StructType) -> T.StructType:
+        """Spark's schema: ours, or the subset of our columns a `.schema(...)` named."""
+        return schema.check_selection(given, self.schema())
 
     def writer(self, schema: T.StructType, overwrite: bool) -> ds.DataSourceWriter:
         from pulsar_spark import writer

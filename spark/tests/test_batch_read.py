@@ -127,3 +127,21 @@ def test_ledger_metadata_from_the_brokers_internal_stats_is_enough(spark, standa
     options = {"admin.url": standalone.web_url, "topic": topic, "schema.type": "string"}
     df = spark.read.format("pulsar").options(**options).load()
     assert sorted(r.value for r in df.collect()) == [f"m{i}" for i in range(7)]
+
+
+def test_a_schema_given_to_the_reader_selects_columns(spark, options_for, client, topic):
+    _produce_json(client, topic, 9)
+    opts = options_for(topic=topic, schema=json.dumps(JSON_SCHEMA), **{"schema.type": "json"})
+    full = spark.read.format("pulsar").options(**opts).load()
+    expected = sorted((r["__message_id"], r["value"], r["__key"]) for r in full.collect())
+    picked = (spark.read.format("pulsar").options(**opts)
+              .schema("__key string, value double, __message_id string").load())
+    assert picked.columns == ["__key", "value", "__message_id"]
+    assert sorted((r["__message_id"], r["value"], r["__key"]) for r in picked.collect()) == expected
+    # No payload column: the payloads are not decoded, rows still count.
+    only_time = spark.read.format("pulsar").options(**opts).schema("__publish_time timestamp")
+    assert only_time.load().count() == 9
+    with pytest.raises(Exception, match="not a column of this topic"):
+        spark.read.format("pulsar").options(**opts).schema("nope long").load().collect()
+    with pytest.raises(Exception, match="is double, not string"):
+        spark.read.format("pulsar").options(**opts).schema("value string").load().collect()

@@ -196,3 +196,18 @@ def test_an_unreadable_entry_is_named():
     bad = struct.pack(">I", len(raw)) + raw + b"\x00\x00\x00\x02\x18\x09abc"
     with pytest.raises(errors.SchemaError, match="entry 4:1 is unreadable"):
         list(decoder.batches([(4, 0, good), (4, 1, bad), (4, 2, good)]))
+
+
+def test_a_subset_of_columns_in_any_order():
+    schema = pa.schema([("__sequence_id", pa.int64()), ("id", pa.int64()),
+                        ("__topic", pa.string())])
+    decoder = decode.EntryDecoder(schema, "json", READING, "persistent://t/n/x", 2, 100)
+    (batch,) = decoder.batches([(1, 0, _batch_entry([b'{"id": 5}', b'{"id": 6}']))])
+    assert batch.schema == schema
+    assert batch.to_pydict() == {"__sequence_id": [7, 8], "id": [5, 6],
+                                 "__topic": ["persistent://t/n/x"] * 2}
+    # Without payload columns the payloads are not decoded: not even a bad one fails.
+    meta_only = decode.EntryDecoder(pa.schema([("__message_id", pa.string())]), "json", READING,
+                                    "persistent://t/n/x", 2, 100)
+    (ids,) = meta_only.batches([(1, 0, _batch_entry([b"not json", b"{}"]))])
+    assert ids.column(0).to_pylist() == ["1:0:2:0", "1:0:2:1"]
