@@ -13,7 +13,9 @@ are as many as the entry says. A false candidate inside a payload breaks the
 chain, so an accepted scan is the true layout, never a guess. The scan knows
 payload_size, event_time and sequence_id only; anything else (properties,
 keys, null values, compaction marks, negative varints) makes it decline, and
-`walk`, the general per-message path, does the entry.
+`walk`, the general per-message path, does the entry. `unpack_entries` scans
+all the batch entries of a record batch together (laid out in one buffer), so
+numpy's per-call cost is paid per record batch rather than per entry.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ _VARINT_BYTES_MAX = 9
 
 @dataclasses.dataclass(frozen=True)
 class Layout:
-    """The messages of one entry: payload byte ranges in the entry's payload, and metadata.
+    """The messages of one entry: payload byte ranges (in the buffer unpacked), and metadata.
 
     Sparse columns are None when no message of the entry has a value, so the
     common entry costs nothing for them.
