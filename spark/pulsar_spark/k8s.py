@@ -17,7 +17,7 @@ import yaml
 
 #: Where the job entry point lives in the image (see docs/spark.md for the image recipe).
 MAIN_APPLICATION_FILE_DEFAULT = "local:///opt/pulsar-spark/job.py"
-SPARK_VERSION_DEFAULT = "4.0.0"
+SPARK_VERSION_DEFAULT = "4.3.0"
 
 TEMPLATE = string.Template("""\
 apiVersion: sparkoperator.k8s.io/v1beta2

@@ -27,7 +27,7 @@ SAMPLE_VALUES = sorted((CHART / "ci").glob("*.yaml"))
 SPARK_CRD = REPO / "spark" / "tests" / "data" / "sparkapplication-crd-v1beta2.yaml"
 SPARK_KINDS = ("SparkApplication", "ServiceAccount", "Role", "RoleBinding")
 QUERY = "SELECT count(*) AS n FROM public.default.\"my-topic\"\nWHERE value LIKE '%: x%'"
-IMAGE = "registry.example.com/pulsar-spark:4.0.0"
+IMAGE = "registry.example.com/pulsar-spark:4.3.0"
 
 Manifest = dict[str, Any]
 
