@@ -35,6 +35,14 @@ class ReadCache:
                 self.hits += 1
             return found
 
+    def peek(self, ledger_id: int, entry_id: int) -> tuple[int, bytes] | None:
+        """Look again after a miss was already counted: a find counts as a hit."""
+        with self._lock:
+            found = self._entries.get((ledger_id, entry_id))
+            if found is not None:
+                self.hits += 1
+            return found
+
     def put(self, ledger_id: int, entry_id: int, lac: int, payload: bytes) -> None:
         cost = len(payload) + write_cache.ENTRY_OVERHEAD
         if cost > self.max_size_bytes:

@@ -129,3 +129,32 @@ async def test_reads_over_more_entry_logs_than_open_files_allowed(
     got = await asyncio.gather(*(bookie.read_entry(1, e) for e in range(0, 2000, 7)))
     assert [g.payload for g in got] == [body(e) for e in range(0, 2000, 7)]
     await bookie.close()
+
+
+async def test_concurrent_reads_of_a_range_share_the_run_being_read(
+        make_conf: MakeConf, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many reads of one range at once (a client reading a batch): those arriving while a
+    run covering their entry is read wait for it instead of each reading the run again."""
+    import time
+
+    bookie = engine.LedgerStorageEngine(make_conf(numReadWorkerThreads=8))
+    await bookie.start()
+    try:
+        await _fill(bookie, 1, 100)
+        await bookie.flush()
+        assert bookie._reader is not None
+        logger = bookie._reader.logger
+        disk_read = logger.read
+
+        def slow_disk(log_id: int, offset: int, size: int) -> bytes:
+            time.sleep(0.05)  # a slow disk: the other reads arrive while this one runs
+            return disk_read(log_id, offset, size)
+
+        monkeypatch.setattr(logger, "read", slow_disk)
+        entries = await asyncio.gather(*(bookie.read_entry(1, e) for e in range(100)))
+        assert [e.payload for e in entries] == [body(e) for e in range(100)]
+        # Without sharing, each of the 8 reader threads would read its own run.
+        assert bookie.stats().entry_log_reads <= 3
+        assert bookie._reader.shared_reads > 0
+    finally:
+        await bookie.close()
