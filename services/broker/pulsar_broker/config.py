@@ -17,6 +17,10 @@ ONE_MB = 1024 * 1024
 BACKLOG_QUOTA_POLICIES = ("producer_request_hold", "producer_exception",
                           "consumer_backlog_eviction")
 
+#: Values of schemaCompatibilityStrategy (Apache's SchemaCompatibilityStrategy, UNDEFINED aside).
+SCHEMA_COMPATIBILITY_STRATEGIES = ("ALWAYS_INCOMPATIBLE", "ALWAYS_COMPATIBLE", "BACKWARD",
+                                   "FORWARD", "FULL", "BACKWARD_TRANSITIVE",
+                                   "FORWARD_TRANSITIVE", "FULL_TRANSITIVE")
 
 @dataclasses.dataclass(frozen=True)
 class BrokerConfig:
@@ -91,6 +95,18 @@ class BrokerConfig:
         "backlogQuotaDefaultRetentionPolicy", "producer_request_hold",
         "producer_request_hold, producer_exception or consumer_backlog_eviction")
 
+    # Schema registry (see pulsar_broker.schema).
+    schema_compatibility_strategy: str = setting(
+        "schemaCompatibilityStrategy", "FULL",
+        "Compatibility strategy of namespaces that set none (BACKWARD, FORWARD, FULL, "
+        "*_TRANSITIVE, ALWAYS_COMPATIBLE, ALWAYS_INCOMPATIBLE)")
+    is_allow_auto_update_schema_enabled: bool = setting(
+        "isAllowAutoUpdateSchemaEnabled", True,
+        "Producers may register new schema versions (namespace is_allow_auto_update_schema wins)")
+    is_schema_validation_enforced: bool = setting(
+        "isSchemaValidationEnforced", False,
+        "Refuse producers without schema on topics that have one")
+
     def __post_init__(self) -> None:
         _validate(self)
 
@@ -112,6 +128,9 @@ def _validate(conf: BrokerConfig) -> None:
             f"backlogQuotaDefaultRetentionPolicy must be one of {', '.join(BACKLOG_QUOTA_POLICIES)}")
     if conf.backlog_quota_check_interval_in_seconds <= 0:
         raise errors.ConfigError("backlogQuotaCheckIntervalInSeconds must be positive")
+    if conf.schema_compatibility_strategy.upper() not in SCHEMA_COMPATIBILITY_STRATEGIES:
+        raise errors.ConfigError("schemaCompatibilityStrategy must be one of "
+                                 f"{', '.join(SCHEMA_COMPATIBILITY_STRATEGIES)}")
     if conf.message_expiry_check_interval_in_minutes <= 0:
         raise errors.ConfigError("messageExpiryCheckIntervalInMinutes must be positive")
 

@@ -21,6 +21,9 @@ from pulsar_common.wire import pulsar_api_pb2 as pb
 from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.managed_ledger import errors as ml_errors
+from pulsar_broker.schema import errors as schema_errors
+from pulsar_broker.schema import records as schema_records
+from pulsar_broker.schema import topic_schemas
 from pulsar_broker.server import commands
 from pulsar_broker.subscriptions.consumer import Consumer, SubType
 from pulsar_broker.topics import backlog_quota, deduplication, entry_info, policies
@@ -37,6 +40,8 @@ class Handlers:
     def __init__(self, cnx: ServerConnection) -> None:
         self.cnx = cnx
         self.service = cnx.service
+        #: Schema version each producer of this connection writes with (PRODUCER_SUCCESS).
+        self._schema_versions: dict[int, bytes | None] = {}
         self.table: dict[int, Any] = {
             T.PING: self.ping,
             T.PONG: lambda f: None,
@@ -55,6 +60,7 @@ class Handlers:
             T.GET_LAST_MESSAGE_ID: self.get_last_message_id,
             T.GET_TOPICS_OF_NAMESPACE: self.get_topics_of_namespace,
             T.GET_SCHEMA: self.get_schema,
+            T.GET_OR_CREATE_SCHEMA: self.get_or_create_schema,
             T.CONSUMER_STATS: self.consumer_stats,
         }
 
@@ -113,7 +119,7 @@ class Handlers:
         existing = self.cnx.producers.get(request.producer_id)
         if existing is not None:
             self._producer_success(request.request_id, existing.producer.name,
-                                   existing.topic)
+                                   existing.topic, self._schema_versions.get(request.producer_id))
             return
         topic_name = naming.TopicName.parse(request.topic)
         topic = await self.service.get_topic(topic_name, create=True)
@@ -133,17 +139,27 @@ class Handlers:
                 request.request_id, code,
                 "Cannot create producer on topic with backlog quota exceeded"))
             return
+        try:
+            schema_version = await topic_schemas.for_producer(
+                self.service, topic_name, _announced_schema(request))
+        except schema_errors.IncompatibleSchemaError as exc:
+            self.cnx.write(replies.error(request.request_id, pb.IncompatibleSchema, str(exc)))
+            return
         name = request.producer_name or self.service.generate_producer_name()
         producer = topic.add_producer(
             name, self.cnx.remote_address,
             functools.partial(self.cnx.send_close_producer, request.producer_id))
+        version = None if schema_version is None else schema_records.encode_version(schema_version)
         self.cnx.producers[request.producer_id] = ProducerHandle(request.producer_id, topic, producer)
-        self._producer_success(request.request_id, name, topic)
+        self._schema_versions[request.producer_id] = version
+        self._producer_success(request.request_id, name, topic, version)
 
-    def _producer_success(self, request_id: int, name: str, topic: PersistentTopic) -> None:
+    def _producer_success(self, request_id: int, name: str, topic: PersistentTopic,
+                          schema_version: bytes | None) -> None:
         dedup = topic.deduplication
         last = -1 if dedup is None else dedup.last_sequence_id(name)
-        self.cnx.write(replies.producer_success(request_id, name, last_sequence_id=last))
+        self.cnx.write(replies.producer_success(request_id, name, last_sequence_id=last,
+                                                schema_version=schema_version))
 
     def send(self, received: frame.Frame) -> None:
         request = received.command.send
@@ -217,6 +233,7 @@ class Handlers:
 
     async def _close_producer(self, request: pb.CommandCloseProducer) -> None:
         handle = self.cnx.producers.pop(request.producer_id, None)
+        self._schema_versions.pop(request.producer_id, None)
         if handle is not None:
             handle.closed = True
             pending = [task for task, *_ in handle.in_flight]
@@ -242,6 +259,13 @@ class Handlers:
         topic = await self.service.get_topic(topic_name, create=create)
         if topic is None:
             raise errors.TopicNotFoundError(f"Topic {topic_name} does not exist")
+        schema = _announced_schema(request)
+        if schema is not None:
+            try:
+                await topic_schemas.for_consumer(self.service, topic, schema)
+            except schema_errors.IncompatibleSchemaError as exc:
+                self.cnx.write(replies.error(request.request_id, pb.IncompatibleSchema, str(exc)))
+                return
         sub_type = SubType(request.subType)
         durable = request.durable if request.HasField("durable") else True
         initial = (ml.InitialPosition.EARLIEST if request.initialPosition == pb.CommandSubscribe.Earliest
@@ -409,10 +433,49 @@ class Handlers:
         # Unfiltered: the client applies its own pattern.
         self.cnx.write(replies.get_topics_of_namespace_response(request.request_id, topics))
 
+    # Schemas
+
     def get_schema(self, received: frame.Frame) -> None:
         request = received.command.getSchema
-        self.cnx.write(replies.get_schema_error(request.request_id, pb.TopicNotFound,
-                                                "Topic not found or no-schema"))
+        self.cnx.spawn(self._get_schema(request), None)
+
+    async def _get_schema(self, request: pb.CommandGetSchema) -> None:
+        try:
+            topic = naming.TopicName.parse(request.topic)
+            version = (schema_records.decode_version(request.schema_version)
+                       if request.HasField("schema_version") else None)
+            stored = await topic_schemas.registry_of(self.service).get(topic, version)
+        except Exception as exc:  # noqa: BLE001 - answered in GET_SCHEMA_RESPONSE, never dropped
+            self.cnx.write(replies.get_schema_error(request.request_id,
+                                                    commands.server_error_of(exc), str(exc)))
+            return
+        if stored is None or stored.deleted:
+            self.cnx.write(replies.get_schema_error(request.request_id, pb.TopicNotFound,
+                                                    "Topic not found or no-schema"))
+            return
+        self.cnx.write(replies.get_schema_response(
+            request.request_id, schema_records.to_protocol(stored.schema, str(topic)),
+            schema_records.encode_version(stored.version)))
+
+    def get_or_create_schema(self, received: frame.Frame) -> None:
+        request = received.command.getOrCreateSchema
+        self.cnx.spawn(self._get_or_create_schema(request), None)
+
+    async def _get_or_create_schema(self, request: pb.CommandGetOrCreateSchema) -> None:
+        try:
+            topic = naming.TopicName.parse(request.topic)
+            schema = schema_records.from_protocol(request.schema)
+            version = await topic_schemas.for_producer(self.service, topic, schema)
+            reply = replies.get_or_create_schema_response(
+                request.request_id,
+                schema_version=b"" if version is None else schema_records.encode_version(version))
+        except schema_errors.IncompatibleSchemaError as exc:
+            reply = replies.get_or_create_schema_response(
+                request.request_id, code=pb.IncompatibleSchema, message=str(exc))
+        except Exception as exc:  # noqa: BLE001 - answered, never dropped
+            reply = replies.get_or_create_schema_response(
+                request.request_id, code=commands.server_error_of(exc), message=str(exc))
+        self.cnx.write(reply)
 
     def consumer_stats(self, received: frame.Frame) -> None:
         request = received.command.consumerStats
@@ -430,3 +493,15 @@ class Handlers:
             response.msgBacklog = handle.subscription.cursor.number_of_entries_in_backlog
             response.type = handle.subscription.sub_type.name.title().replace("_", "_")
         self.cnx.write(reply)
+
+
+def _announced_schema(request: pb.CommandProducer | pb.CommandSubscribe
+                      ) -> schema_records.SchemaData | None:
+    """The schema a producer or consumer announced; None for none, BYTES (sent as no schema)
+    and AUTO_CONSUME (which adopts the topic's)."""
+    if not request.HasField("schema") or request.schema.type == pb.Schema.AutoConsume:
+        return None
+    try:
+        return schema_records.from_protocol(request.schema)
+    except schema_records.InvalidSchemaError as exc:
+        raise schema_errors.IncompatibleSchemaError(str(exc)) from exc

@@ -25,6 +25,7 @@ from pulsar_broker.web import (
     namespaces,
     rates,
     rest,
+    schemas,
     subscriptions,
     tenants,
     topics,
@@ -69,7 +70,7 @@ def create_app(service: BrokerService) -> web.Application:
     app = web.Application(middlewares=[apache_errors], client_max_size=CLIENT_MAX_SIZE_BYTES)
     app[rest.SERVICE] = service
     for module in (clusters, tenants, namespaces, bundles, topics, subscriptions, lookup,
-                   brokers):
+                   brokers, schemas):
         app.router.add_routes(module.routes)
     rates.install(app, service)
     metrics.install(app, service)

@@ -5,8 +5,7 @@ broker serves the topic: the owner of its namespace bundle, assigned now when
 nobody owns it (`?authoritative=true`: this broker takes it). Like
 Apache's, it does not create the topic; it answers 404 only when the topic
 neither exists nor could be created by a producer or consumer (auto-creation
-off, or the namespace missing). The schema endpoint answers "no schema"
-(404) until the broker keeps schemas.
+off, or the namespace missing).
 """
 
 from __future__ import annotations
@@ -53,9 +52,3 @@ async def topic_bundle(request: web.Request) -> web.Response:
     bundle = await rest.service(request).namespaces.bundle_of(name)
     return web.Response(text=bundle.range)
 
-
-@routes.get("/admin/v2/schemas/{tenant}/{namespace}/{topic}/schema")
-@routes.get("/admin/v2/schemas/{tenant}/{namespace}/{topic}/schema/{version}")
-async def get_schema(request: web.Request) -> web.Response:
-    rest.topic_name(request)
-    raise errors.NotFoundError("Schema not found")

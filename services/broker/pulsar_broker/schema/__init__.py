@@ -1,0 +1,1 @@
+"""The topic schema registry: versions per topic, compatibility checks, storage."""
