@@ -18,6 +18,7 @@ from pulsar_broker.admin_cli import (
     clusters,
     namespaces,
     output,
+    schemas,
     tenants,
     topics,
     units,
@@ -34,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get("PULSAR_ADMIN_URL", DEFAULT_ADMIN_URL),
         help="broker web service URL (default: $PULSAR_ADMIN_URL or %(default)s)")
     groups = parser.add_subparsers(dest="group", metavar="<group>")
-    for module in (clusters, tenants, namespaces, topics, brokers):
+    for module in (clusters, tenants, namespaces, topics, brokers, schemas):
         module.register(groups)
     return parser
 
