@@ -34,6 +34,8 @@ class Chunk:
     batched: bool
     #: Its messages; their byte ranges point into the record batch's joined payloads.
     layout: unpack.Layout
+    #: The schema version the producer wrote the entry with (None: none announced).
+    schema_version: int | None = None
 
     def __len__(self) -> int:
         return len(self.layout)

@@ -5,11 +5,14 @@ layout (`unpack`), and builds a record batch's columns from those at once,
 with no Python value per row on the common path: JSON payloads become one
 newline-delimited document (the record headers between payloads are
 overwritten with whitespace in place) read by Arrow's JSON reader; raw and
-string payloads are gathered into one Arrow buffer; metadata columns come
+string payloads are gathered into one Arrow buffer (fixed-width primitives
+viewed as big-endian numbers); metadata columns come
 from per-entry values (`columns`). Avro payloads, JSON with
 timestamp-millis fields or null values, and any JSON that Arrow's reader
 rejects take the per-message path (fastavro or the json module), which
-also names the message that does not match the schema.
+also names the message that does not match the schema. An Avro message is
+read with the schema version it was written with when that version is
+known (`writer_definitions`), resolved to the reader's schema.
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ from pulsar_spark import columns, errors, unpack
 StoredEntry = tuple[int, int, bytes]
 
 METADATA_COLUMNS = columns.METADATA_COLUMNS
+#: Fixed-width primitive payloads (Pulsar's encoding: big-endian) -> numpy dtype.
+PRIMITIVE_DTYPES = {"int8": ">i1", "int16": ">i2", "int32": ">i4", "int64": ">i8",
+                    "float": ">f4", "double": ">f8", "boolean": ">u1"}
 _SPACE, _NEWLINE, _RETURN = 0x20, 0x0A, 0x0D
 
 
@@ -74,15 +80,21 @@ class PayloadDecoder:
     """Turns the payloads of one record batch into the payload columns."""
 
     def __init__(self, schema_type: str, definition: dict[str, Any] | None,
-                 fields: list[pa.Field]) -> None:
+                 fields: list[pa.Field],
+                 writer_definitions: dict[int, dict[str, Any]] | None = None) -> None:
         self.schema_type = schema_type
         self.fields = fields
         self._avro: Any = None
+        #: AVRO: the schema of each version messages were written with (resolved to _avro).
+        self._writers: dict[int, Any] = {}
         self._millis: set[str] = set()
         if schema_type == "avro":
             import fastavro
 
             self._avro = fastavro.parse_schema(definition or {})
+            for version, written in (writer_definitions or {}).items():
+                if written != definition:
+                    self._writers[version] = fastavro.parse_schema(written)
         if schema_type == "json" and definition is not None:
             self._millis = {f["name"] for f in definition.get("fields", [])
                             if _logical(f.get("type")) == "timestamp-millis"}
@@ -96,7 +108,9 @@ class PayloadDecoder:
         if not self.fields:
             return []
         nulls = _nulls(chunks)
-        if self.schema_type in ("bytes", "string"):
+        if self.schema_type in PRIMITIVE_DTYPES:
+            return [self._primitive_column(body, chunks, nulls, ids)]
+        if self.schema_type in ("bytes", "string", "auto"):
             return [self._raw_column(body, chunks, nulls)]
         if self.schema_type == "json" and not self._millis and nulls is None:
             fast = self._json_columns(json_lines(body, chunks), sum(len(c) for c in chunks))
@@ -106,7 +120,27 @@ class PayloadDecoder:
         payloads = [view[s:e] for c in chunks
                     for s, e in zip(c.layout.starts.tolist(), c.layout.ends.tolist(), strict=True)]
         null_list = [False] * len(payloads) if nulls is None else nulls.tolist()
-        return self._record_columns(payloads, null_list, ids().to_pylist())
+        versions = [c.schema_version for c in chunks for _ in range(len(c))]
+        return self._record_columns(payloads, null_list, ids().to_pylist(), versions)
+
+    def _primitive_column(self, body: bytes, chunks: list[columns.Chunk],
+                          nulls: np.ndarray[Any, Any] | None,
+                          ids: Callable[[], pa.Array]) -> pa.Array:
+        dtype = np.dtype(PRIMITIVE_DTYPES[self.schema_type])
+        payload, offsets = gather(body, chunks)
+        lengths = np.diff(offsets)
+        present = np.ones(len(lengths), np.bool_) if nulls is None else ~nulls
+        wrong = present & (lengths != dtype.itemsize)
+        if wrong.any():
+            where = ids().to_pylist()[int(np.argmax(wrong))]
+            raise errors.SchemaError(
+                f"message {where} is {int(lengths[np.argmax(wrong)])} bytes, not a "
+                f"{self.schema_type} ({dtype.itemsize} bytes)")
+        values = np.zeros(len(lengths), dtype.newbyteorder("="))
+        values[present] = np.frombuffer(payload.tobytes(), dtype)
+        if self.schema_type == "boolean":
+            values = values != 0
+        return pa.array(values, mask=None if nulls is None else nulls).cast(self.fields[0].type)
 
     def _raw_column(self, body: bytes, chunks: list[columns.Chunk],
                     nulls: np.ndarray[Any, Any] | None) -> pa.Array:
@@ -139,12 +173,13 @@ class PayloadDecoder:
         return [table.column(f.name).combine_chunks().cast(f.type) for f in self.fields]
 
     def _record_columns(self, payloads: list[Any], nulls: list[bool],
-                        where: list[str]) -> list[pa.Array]:
+                        where: list[str], versions: list[int | None]) -> list[pa.Array]:
         values: list[list[Any]] = [[] for _ in self.fields]
         names = [f.name for f in self.fields]
-        for payload, null, position in zip(payloads, nulls, where, strict=True):
+        for payload, null, position, version in zip(payloads, nulls, where, versions,
+                                                    strict=True):
             try:
-                record = None if null else self._record(bytes(payload))
+                record = None if null else self._record(bytes(payload), version)
             except (ValueError, TypeError, EOFError, IndexError, KeyError) as exc:
                 raise errors.SchemaError(
                     f"message {position} does not match the {self.schema_type} schema: {exc}"
@@ -153,11 +188,15 @@ class PayloadDecoder:
                 values[index].append(None if record is None else record.get(name))
         return [_array(v, f) for v, f in zip(values, self.fields, strict=True)]
 
-    def _record(self, payload: bytes) -> dict[str, Any]:
+    def _record(self, payload: bytes, version: int | None = None) -> dict[str, Any]:
         if self._avro is not None:
             import fastavro
 
-            value = fastavro.schemaless_reader(io.BytesIO(payload), self._avro, None)
+            writer = self._writers.get(version) if version is not None else None
+            if writer is None:
+                value = fastavro.schemaless_reader(io.BytesIO(payload), self._avro, None)
+            else:
+                value = fastavro.schemaless_reader(io.BytesIO(payload), writer, self._avro)
         else:
             value = json.loads(payload)
             if isinstance(value, dict):
@@ -184,6 +223,15 @@ def _array(values: list[Any], field: pa.Field) -> pa.Array:
             from exc
 
 
+def _schema_version(metadata: Any) -> int | None:
+    """The 8-byte big-endian version a producer stamps on its messages (None: none)."""
+    raw = bytes(metadata.schema_version) if metadata.HasField("schema_version") else b""
+    if len(raw) != 8:
+        return None
+    version: int = struct.unpack(">q", raw)[0]
+    return version
+
+
 def _logical(avro: Any) -> str | None:
     if isinstance(avro, list):
         for branch in avro:
@@ -200,11 +248,13 @@ class EntryDecoder:
 
     def __init__(self, arrow_schema: pa.Schema, schema_type: str,
                  definition: dict[str, Any] | None, topic: str, partition: int,
-                 batch_rows: int) -> None:
+                 batch_rows: int,
+                 writer_definitions: dict[int, dict[str, Any]] | None = None) -> None:
         self.arrow_schema = arrow_schema
         # Any subset of the columns, in any order (a schema given to the reader).
         self.payload = PayloadDecoder(schema_type, definition,
-                                      [f for f in arrow_schema if f.name not in METADATA_COLUMNS])
+                                      [f for f in arrow_schema if f.name not in METADATA_COLUMNS],
+                                      writer_definitions)
         self.metadata_fields = [f for f in arrow_schema if f.name in METADATA_COLUMNS]
         self.topic = topic
         self.partition = partition
@@ -284,7 +334,8 @@ class EntryDecoder:
                                                                    start + len(p.body))
             if len(layout):
                 chunks.append(columns.Chunk(p.ledger_id, p.entry_id, p.metadata.publish_time,
-                                            p.metadata.producer_name, p.batched, layout))
+                                            p.metadata.producer_name, p.batched, layout,
+                                            _schema_version(p.metadata)))
         return chunks
 
 

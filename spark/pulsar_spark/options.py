@@ -22,7 +22,11 @@ ARROW_BATCH_ROWS_DEFAULT = 8192
 #: Publish time is set by the producer's clock: pruning pads bounds by this much.
 PUBLISH_TIME_TOLERANCE_MS_DEFAULT = 60_000
 
-SCHEMA_TYPES = ("bytes", "string", "json", "avro")
+#: "auto" (the default): the topic's schema from the broker's registry (see topic_schema).
+AUTO = "auto"
+#: Fixed-width primitives, encoded big-endian as Pulsar's INT8..INT64, FLOAT, DOUBLE, BOOLEAN.
+PRIMITIVE_TYPES = ("int8", "int16", "int32", "int64", "float", "double", "boolean")
+SCHEMA_TYPES = ("bytes", "string", "json", "avro", *PRIMITIVE_TYPES, AUTO)
 
 KNOWN_OPTIONS = frozenset({
     "service.url", "admin.url", "metadata.url", "standalone.bookie", "topic", "topics", "topicspattern",
@@ -67,6 +71,9 @@ class ReadOptions:
     metrics_dir: str | None
     #: Streaming only: durable subscription moved to each committed offset (pins retention).
     subscription: str | None = None
+    #: AVRO topics read with their registry schema: topic -> version -> writer definition.
+    writer_definitions: dict[str, dict[int, dict[str, Any]]] = dataclasses.field(
+        default_factory=dict)
 
 
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
@@ -185,7 +192,7 @@ def _schema(opts: dict[str, str]) -> tuple[str, dict[str, Any] | None]:
                 '({"type": "record", "name": ..., "fields": [...]})')
         definition = parsed
         kind = kind or "avro"
-    kind = (kind or "bytes").lower()
+    kind = (kind or AUTO).lower()
     if kind not in SCHEMA_TYPES:
         raise errors.OptionError(f"option schema.type={kind!r} must be one of {', '.join(SCHEMA_TYPES)}")
     if kind in ("json", "avro") and definition is None:

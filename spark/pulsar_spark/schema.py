@@ -4,7 +4,10 @@ Avro and JSON schemas are Avro-style record definitions (Pulsar stores JSON
 schemas that way too); their top-level fields become columns, nested
 records become struct columns. Without a schema the payload is the binary
 column `value`; schema.type=string makes it a string column. A reader may be
-given any subset of these columns (`check_selection`).
+given any subset of these columns (`check_selection`). Without the `schema`
+and `schema.type` options the topic's registry schema decides
+(`topic_schema`); STRING and the fixed-width primitive types give a typed
+`value` column.
 """
 
 from __future__ import annotations
@@ -82,11 +85,18 @@ def record_type(definition: dict[str, Any], where: str = "schema") -> T.StructTy
     return T.StructType(result)
 
 
+#: Column type of `value` for the payload types without record definition.
+VALUE_TYPES: dict[str, T.DataType] = {
+    "bytes": T.BinaryType(), "auto": T.BinaryType(), "string": T.StringType(),
+    "int8": T.ByteType(), "int16": T.ShortType(), "int32": T.IntegerType(),
+    "int64": T.LongType(), "float": T.FloatType(), "double": T.DoubleType(),
+    "boolean": T.BooleanType(),
+}
+
+
 def payload_fields(schema_type: str, definition: dict[str, Any] | None) -> list[T.StructField]:
-    if schema_type == "bytes":
-        return [T.StructField("value", T.BinaryType(), True)]
-    if schema_type == "string":
-        return [T.StructField("value", T.StringType(), True)]
+    if schema_type in VALUE_TYPES:
+        return [T.StructField("value", VALUE_TYPES[schema_type], True)]
     assert definition is not None
     fields = list(record_type(definition).fields)
     clashes = [f.name for f in fields if f.name in METADATA_NAMES]

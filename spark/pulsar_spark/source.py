@@ -10,6 +10,7 @@ Spark, which still applies them exactly. Filter pushdown needs
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -18,7 +19,18 @@ from pyspark.sql import datasource as ds
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from pulsar_spark import catalog, counters, decode, entries, errors, options, pushdown, schema
+from pulsar_spark import (
+    admin,
+    catalog,
+    counters,
+    decode,
+    entries,
+    errors,
+    options,
+    pushdown,
+    schema,
+    topic_schema,
+)
 
 #: Bytes of entries one read call of an input partition asks for. A bookie reading an entry
 #: from its entry log reads ahead and caches the entries stored after it, so a few sequential
@@ -30,6 +42,9 @@ READ_BYTES_TARGET = 256 * 1024
 ENTRIES_PER_READ_FIRST = 4
 ENTRIES_PER_READ_MIN = 2
 ENTRIES_PER_READ_MAX = 128
+
+#: Named apart: `options` is also the parameter name Spark gives the data source.
+_ReadOptions = options.ReadOptions
 
 _OPERATORS: dict[type, str] = {
     ds.EqualTo: "=", ds.GreaterThan: ">", ds.GreaterThanOrEqual: ">=",
@@ -53,9 +68,14 @@ class PulsarDataSource(ds.DataSource):
     def __init__(self, options: dict[str, str]) -> None:  # Spark passes it by this name
         super().__init__(options)
         self._raw = dict(options)
+        self._resolved: _ReadOptions | None = None
 
     def read_options(self) -> options.ReadOptions:
-        return options.parse_read_options(self._raw)
+        """The parsed options; without a schema option, with the topic's registry schema
+        (looked up once per data source)."""
+        if self._resolved is None:
+            self._resolved = with_topic_schema(options.parse_read_options(self._raw))
+        return self._resolved
 
     def schema(self) -> T.StructType:
         opts = self.read_options()
@@ -77,6 +97,21 @@ class PulsarDataSource(ds.DataSource):
         from pulsar_spark import writer
 
         return writer.PulsarWriter(self._raw, schema)
+
+
+def with_topic_schema(opts: options.ReadOptions) -> options.ReadOptions:
+    """Options whose schema.type is auto, resolved from the schema registry of the topics."""
+    if opts.schema_type != options.AUTO:
+        return opts
+    client = admin.AdminClient(opts.admin_url)
+    topics = list(opts.topics) if opts.topics_pattern is None else \
+        catalog.topics_matching(client, opts.topics_pattern)
+    found = [topic_schema.of_topic(client, t) for t in topics]
+    chosen = topic_schema.common(topics, found)
+    return dataclasses.replace(
+        opts, schema_type=chosen.kind, schema_definition=chosen.definition,
+        writer_definitions=topic_schema.writers_by_topic(topics, found)
+        if chosen.kind == "avro" else {})
 
 
 def _conditions(filters: Sequence[ds.Filter]) -> list[pushdown.Condition]:
@@ -127,7 +162,8 @@ def read_segment(opts: options.ReadOptions, spark_schema: T.StructType,
     segment = planned.segment
     decoder = decode.EntryDecoder(
         to_arrow_schema(spark_schema, timezone="UTC"), opts.schema_type, opts.schema_definition,
-        segment.partition.topic, segment.partition.partition, opts.arrow_batch_rows)
+        segment.partition.topic, segment.partition.partition, opts.arrow_batch_rows,
+        writer_definitions=opts.writer_definitions.get(segment.partition.topic))
     decoder.time_range = (opts.starting_time_ms, opts.ending_time_ms)
     source = entries.BookieEntrySource()
     try:

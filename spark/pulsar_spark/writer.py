@@ -7,7 +7,10 @@ than once (at-least-once, as with Kafka's sink). Columns: `value` (binary or
 string) is the payload unless the `schema` option names a record schema,
 whose fields are then encoded from the columns of the same names (Avro
 binary or JSON text). `__key`, `__properties` and `__event_time` become the
-message's key, properties and event time.
+message's key, properties and event time. With schema.type int8..int64,
+float, double or boolean, `value` is encoded as Pulsar encodes those types.
+Messages are sent without a schema (BYTES), which a topic with a schema
+accepts unless the broker enforces schema validation.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import datetime
 import io
 import json
+import struct
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +27,9 @@ from pyspark.sql import types as T
 
 from pulsar_spark import errors, options
 
+#: struct formats of the fixed-width primitive payloads (Pulsar encodes them big-endian).
+PRIMITIVE_FORMATS = {"int8": ">b", "int16": ">h", "int32": ">i", "int64": ">q",
+                     "float": ">f", "double": ">d", "boolean": ">?"}
 #: Messages a task's producer keeps unacknowledged before send_async waits.
 PENDING_MESSAGES_MAX = 10_000
 
@@ -46,7 +53,7 @@ class PulsarWriter(ds.DataSourceWriter):
         self.schema_type = parsed.schema_type
         self.definition = parsed.schema_definition
         names = spark_schema.fieldNames()
-        if self.schema_type in ("bytes", "string") and "value" not in names:
+        if self.definition is None and "value" not in names:
             raise errors.OptionError("writing without a record schema needs a `value` column")
         self.columns = names
         self.batching = opts.get("batching", "true").lower() != "false"
@@ -80,9 +87,12 @@ class PulsarWriter(ds.DataSourceWriter):
             client.close()
 
     def _encoder(self) -> Any:
-        if self.schema_type in ("bytes", "string"):
+        if self.schema_type in options.PRIMITIVE_TYPES:
+            packer = struct.Struct(PRIMITIVE_FORMATS[self.schema_type])
+            return lambda row: packer.pack(row["value"])
+        if self.definition is None:  # bytes, string, or no schema option (auto)
             return lambda row: _as_bytes(row["value"])
-        fields = [f["name"] for f in self.definition["fields"]]  # type: ignore[index]
+        fields = [f["name"] for f in self.definition["fields"]]
         if self.schema_type == "json":
             return lambda row: json.dumps({n: _jsonable(row[n]) for n in fields}).encode()
         import fastavro
