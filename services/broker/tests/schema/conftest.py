@@ -1,4 +1,10 @@
-"""Fixtures for schema tests: an official client, and namespaces with chosen strategies."""
+"""Fixtures for schema tests: their own standalone, an official client, and namespaces with
+chosen strategies.
+
+The tests create namespaces; they get a standalone of their own so that the
+namespaces they leave behind (and own) do not change what other tests of the
+session see on the shared one.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +18,16 @@ import pulsar
 import pytest
 
 from pulsar_broker import testing as broker_testing
+
+
+@pytest.fixture(scope="package")
+def standalone(tmp_path_factory: pytest.TempPathFactory
+               ) -> Iterator[broker_testing.StandaloneProcess]:
+    data_dir = tmp_path_factory.mktemp("schema-standalone") / "data"
+    process = broker_testing.StandaloneProcess(data_dir, {"journalSyncData": "false"})
+    process.start()
+    yield process
+    process.stop()
 
 
 @pytest.fixture
