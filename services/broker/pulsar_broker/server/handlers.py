@@ -22,6 +22,7 @@ from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.managed_ledger import errors as ml_errors
 from pulsar_broker.schema import errors as schema_errors
+from pulsar_broker.schema import protocol as schema_protocol
 from pulsar_broker.schema import records as schema_records
 from pulsar_broker.schema import topic_schemas
 from pulsar_broker.server import commands
@@ -141,7 +142,7 @@ class Handlers:
             return
         try:
             schema_version = await topic_schemas.for_producer(
-                self.service, topic_name, _announced_schema(request))
+                self.service, topic_name, schema_protocol.announced_schema(request))
         except schema_errors.IncompatibleSchemaError as exc:
             self.cnx.write(replies.error(request.request_id, pb.IncompatibleSchema, str(exc)))
             return
@@ -259,7 +260,7 @@ class Handlers:
         topic = await self.service.get_topic(topic_name, create=create)
         if topic is None:
             raise errors.TopicNotFoundError(f"Topic {topic_name} does not exist")
-        schema = _announced_schema(request)
+        schema = schema_protocol.announced_schema(request)
         if schema is not None:
             try:
                 await topic_schemas.for_consumer(self.service, topic, schema)
@@ -440,42 +441,14 @@ class Handlers:
         self.cnx.spawn(self._get_schema(request), None)
 
     async def _get_schema(self, request: pb.CommandGetSchema) -> None:
-        try:
-            topic = naming.TopicName.parse(request.topic)
-            version = (schema_records.decode_version(request.schema_version)
-                       if request.HasField("schema_version") else None)
-            stored = await topic_schemas.registry_of(self.service).get(topic, version)
-        except Exception as exc:  # noqa: BLE001 - answered in GET_SCHEMA_RESPONSE, never dropped
-            self.cnx.write(replies.get_schema_error(request.request_id,
-                                                    commands.server_error_of(exc), str(exc)))
-            return
-        if stored is None or stored.deleted:
-            self.cnx.write(replies.get_schema_error(request.request_id, pb.TopicNotFound,
-                                                    "Topic not found or no-schema"))
-            return
-        self.cnx.write(replies.get_schema_response(
-            request.request_id, schema_records.to_protocol(stored.schema, str(topic)),
-            schema_records.encode_version(stored.version)))
+        self.cnx.write(await schema_protocol.get_schema(self.service, request))
 
     def get_or_create_schema(self, received: frame.Frame) -> None:
         request = received.command.getOrCreateSchema
         self.cnx.spawn(self._get_or_create_schema(request), None)
 
     async def _get_or_create_schema(self, request: pb.CommandGetOrCreateSchema) -> None:
-        try:
-            topic = naming.TopicName.parse(request.topic)
-            schema = schema_records.from_protocol(request.schema)
-            version = await topic_schemas.for_producer(self.service, topic, schema)
-            reply = replies.get_or_create_schema_response(
-                request.request_id,
-                schema_version=b"" if version is None else schema_records.encode_version(version))
-        except schema_errors.IncompatibleSchemaError as exc:
-            reply = replies.get_or_create_schema_response(
-                request.request_id, code=pb.IncompatibleSchema, message=str(exc))
-        except Exception as exc:  # noqa: BLE001 - answered, never dropped
-            reply = replies.get_or_create_schema_response(
-                request.request_id, code=commands.server_error_of(exc), message=str(exc))
-        self.cnx.write(reply)
+        self.cnx.write(await schema_protocol.get_or_create_schema(self.service, request))
 
     def consumer_stats(self, received: frame.Frame) -> None:
         request = received.command.consumerStats
@@ -494,14 +467,3 @@ class Handlers:
             response.type = handle.subscription.sub_type.name.title().replace("_", "_")
         self.cnx.write(reply)
 
-
-def _announced_schema(request: pb.CommandProducer | pb.CommandSubscribe
-                      ) -> schema_records.SchemaData | None:
-    """The schema a producer or consumer announced; None for none, BYTES (sent as no schema)
-    and AUTO_CONSUME (which adopts the topic's)."""
-    if not request.HasField("schema") or request.schema.type == pb.Schema.AutoConsume:
-        return None
-    try:
-        return schema_records.from_protocol(request.schema)
-    except schema_records.InvalidSchemaError as exc:
-        raise schema_errors.IncompatibleSchemaError(str(exc)) from exc
