@@ -24,8 +24,8 @@ def test_avro_records_from_the_official_client_become_columns(spark, options_for
                                       batching_max_publish_delay_ms=50)
     trades = [Trade(symbol=f"S{i % 2}", price=10.0 + i, qty=i) for i in range(8)]
     for trade in trades:
-        # Encoded by the official client's AvroSchema (schemaless Avro binary); sent as bytes
-        # because the broker has no schema registry yet.
+        # Encoded by the official client's AvroSchema (schemaless Avro binary) but sent as
+        # bytes: the topic has no registry schema, so the reader is given it as an option.
         producer.send_async(schema.encode(trade), None, partition_key=trade.symbol)
     producer.flush()
     producer.close()
