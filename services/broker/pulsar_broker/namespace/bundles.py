@@ -21,7 +21,7 @@ from pulsar_broker import errors
 RANGE_RE = re.compile(r"^0x([0-9a-fA-F]{8})_0x([0-9a-fA-F]{8})$")
 
 
-@dataclasses.dataclass(frozen=True, order=True)
+@dataclasses.dataclass(frozen=True)
 class NamespaceBundle:
     namespace: naming.NamespaceName
     lower: int

@@ -56,7 +56,7 @@ class OwnershipCache:
 
     @property
     def owned_bundles(self) -> list[NamespaceBundle]:
-        return sorted(self._owned)
+        return sorted(self._owned, key=str)
 
     def owns(self, bundle: NamespaceBundle) -> bool:
         return bundle in self._owned
@@ -117,7 +117,7 @@ class OwnershipCache:
 
     def forget_all(self) -> list[NamespaceBundle]:
         """After the session was lost the keys are gone: stop believing we own anything."""
-        lost = sorted(self._owned)
+        lost = sorted(self._owned, key=str)
         self._owned.clear()
         return lost
 

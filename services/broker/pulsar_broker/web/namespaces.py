@@ -261,6 +261,9 @@ _simple_policy("/messageTTL", "message_ttl_in_seconds", _non_negative_int)
 _simple_policy("/deduplication", "deduplicationEnabled", _boolean)
 _simple_policy("/persistence", "persistence", _persistence, limits=_persistence_limits)
 _simple_policy("/autoTopicCreation", "autoTopicCreationOverride", _auto_topic_creation)
+_simple_policy("/isAllowAutoUpdateSchema", "is_allow_auto_update_schema", _boolean)
+_simple_policy("/schemaValidationEnforced", "schema_validation_enforced", _boolean,
+               unset=False)
 # Like Apache's, an undefined strategy reads as the default, FULL.
 _simple_policy("/schemaCompatibilityStrategy", "schema_compatibility_strategy", _compatibility,
                ("PUT", "POST"), unset="FULL")

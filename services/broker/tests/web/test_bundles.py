@@ -57,3 +57,16 @@ def test_unknown_bundles_are_not_found(http: Http) -> None:
     assert http.call("PUT", "/admin/v2/namespaces/public/nope/0x00000000_0x40000000/unload"
                      ).status == 404
     assert http.get("/admin/v2/brokers/standalone/10.9.9.9:1/ownedNamespaces").status == 404
+
+
+def test_owned_bundles_of_several_namespaces_are_listed(
+        http: Http, standalone: broker_testing.StandaloneProcess, client: pulsar.Client,
+        unique: str) -> None:
+    namespace = f"public/own-{unique}"
+    assert http.call("PUT", f"/admin/v2/namespaces/{namespace}", {"bundles": {"numBundles": 1}}
+                     ).status == 204
+    client.create_producer(f"persistent://{namespace}/t").send(b"x")
+    client.create_producer(f"persistent://public/default/own-{unique}").send(b"x")
+    owned = _owned(http, standalone)
+    assert f"{namespace}/0x00000000_0xffffffff" in owned
+    assert str(_bundle(f"persistent://public/default/own-{unique}")) in owned
