@@ -95,6 +95,17 @@ class BrokerConfig:
         "backlogQuotaDefaultRetentionPolicy", "producer_request_hold",
         "producer_request_hold, producer_exception or consumer_backlog_eviction")
 
+    # Delayed delivery (see pulsar_broker.subscriptions.delayed_delivery).
+    delayed_delivery_enabled: bool = setting(
+        "delayedDeliveryEnabled", True,
+        "Shared and Key_Shared subscriptions hold messages until their deliver-at time")
+    delayed_delivery_tick_time_millis: int = setting(
+        "delayedDeliveryTickTimeMillis", 1000,
+        "Granularity of the delayed-delivery timer; a message due within one tick goes out")
+    is_delayed_delivery_deliver_at_time_strict: bool = setting(
+        "isDelayedDeliveryDeliverAtTimeStrict", False,
+        "Deliver delayed messages only once their time is reached, not up to one tick early")
+
     # Schema registry (see pulsar_broker.schema).
     schema_compatibility_strategy: str = setting(
         "schemaCompatibilityStrategy", "FULL",
@@ -109,6 +120,11 @@ class BrokerConfig:
 
     def __post_init__(self) -> None:
         _validate(self)
+        # The broker's subscriptions take their delayed-delivery settings from the
+        # process-wide value this sets (one broker per process outside unit tests).
+        from pulsar_broker.subscriptions import delayed_delivery
+
+        delayed_delivery.configure(self)
 
 
 def _validate(conf: BrokerConfig) -> None:
@@ -131,6 +147,8 @@ def _validate(conf: BrokerConfig) -> None:
     if conf.schema_compatibility_strategy.upper() not in SCHEMA_COMPATIBILITY_STRATEGIES:
         raise errors.ConfigError("schemaCompatibilityStrategy must be one of "
                                  f"{', '.join(SCHEMA_COMPATIBILITY_STRATEGIES)}")
+    if conf.delayed_delivery_tick_time_millis <= 0:
+        raise errors.ConfigError("delayedDeliveryTickTimeMillis must be positive")
     if conf.message_expiry_check_interval_in_minutes <= 0:
         raise errors.ConfigError("messageExpiryCheckIntervalInMinutes must be positive")
 

@@ -43,6 +43,8 @@ class Dispatched:
     entry: ml.Entry
     num_messages: int
     sticky_key: bytes
+    #: MessageMetadata.deliver_at_time, ms since the epoch; 0 when not delayed.
+    deliver_at_ms: int = 0
 
 
 class Consumer:

@@ -11,6 +11,10 @@ memory. The subscription type decides who gets each entry:
 * Key_Shared: by hash range of the entry's sticky key; an entry whose
   consumer has no permits waits (with every later entry for that consumer,
   so each key stays in order).
+
+Shared and Key_Shared hold entries whose deliver-at time lies ahead in a
+delayed-delivery tracker (delayed_delivery.py); when they fall due they join
+the replay set and go out ahead of newer entries.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import logging
 from collections.abc import Callable, Iterable
 
 from pulsar_broker.managed_ledger import api as ml
-from pulsar_broker.subscriptions import selection
+from pulsar_broker.subscriptions import delayed_delivery, selection
 from pulsar_broker.subscriptions.consumer import Consumer, Dispatched, SubType
 from pulsar_broker.topics import entry_info
 
@@ -39,6 +43,8 @@ class Dispatcher:
         max_read_batch: int,
         redelivery_count: Callable[[ml.Position], int],
         on_active_change: Callable[[Consumer | None], None] | None = None,
+        delayed_settings: delayed_delivery.DelayedDeliverySettings | None = None,
+        clock_ms: Callable[[], int] = delayed_delivery.wall_clock_ms,
     ) -> None:
         self.cursor = cursor
         self.sub_type = sub_type
@@ -55,6 +61,11 @@ class Dispatcher:
         self._wake = asyncio.Event()
         self._closed = False
         self._task: asyncio.Task[None] | None = None
+        self._clock_ms = clock_ms
+        self.delayed = delayed_delivery.DelayedDeliveryTracker(
+            delayed_settings or delayed_delivery.broker_settings())
+        self._delayed_timer = delayed_delivery.DelayedTimer(
+            self.delayed, self._delayed_due, clock_ms)
 
     # Consumers
 
@@ -125,6 +136,8 @@ class Dispatcher:
         """The cursor was moved (seek / reset): forget what was in flight."""
         self._generation += 1
         self.replay.clear()
+        self.delayed.clear()
+        self._delayed_timer.cancel()
         for consumer in self.consumers:
             consumer.take_pending()
 
@@ -137,8 +150,29 @@ class Dispatcher:
         if self._task is None and not self._closed:
             self._task = asyncio.get_running_loop().create_task(self._run())
 
+    def _delayed_due(self, positions: list[ml.Position]) -> None:
+        self.replay.update(positions)
+        self.wake()
+
+    @property
+    def holds_delayed(self) -> bool:
+        """Whether this dispatcher keeps delayed entries back (Shared and Key_Shared)."""
+        return not self.single_active and self.delayed.settings.enabled
+
+    def delayed_count(self) -> int:
+        """Entries held for their deliver-at time and not acknowledged meanwhile."""
+        return sum(1 for p in self.delayed.positions() if not self.cursor.is_acknowledged(p))
+
+    def retire(self) -> None:
+        """Replaced by another dispatcher (the subscription changed type): stop, without
+        waiting. The cursor is rewound, so held entries are read again by the new one."""
+        self._closed = True
+        self._delayed_timer.cancel()
+        self.wake()
+
     async def close(self) -> None:
         self._closed = True
+        self._delayed_timer.cancel()
         if self._task is not None:
             self._task.cancel()
             try:
@@ -177,7 +211,8 @@ class Dispatcher:
                 progressed, blocked = await self._dispatch_replay(batch, generation)
                 if progressed:
                     continue
-            if len(self.replay) >= REPLAY_BACKLOG_MAX or not self.cursor.has_more_entries():
+            if (len(self.replay) >= REPLAY_BACKLOG_MAX or self.delayed.full
+                    or not self.cursor.has_more_entries()):
                 return
             entries = await self.cursor.read_entries(batch)
             if generation != self._generation or not entries:
@@ -203,7 +238,15 @@ class Dispatcher:
     @staticmethod
     def _describe(entry: ml.Entry) -> Dispatched:
         info = entry_info.entry_info(entry.data)
-        return Dispatched(entry, info.num_messages, info.sticky_key)
+        return Dispatched(entry, info.num_messages, info.sticky_key, info.deliver_at_time_ms)
+
+    def _hold_if_delayed(self, item: Dispatched, now_ms: int) -> bool:
+        """Keep an entry whose time has not come in the tracker; True when held."""
+        if not item.deliver_at_ms or not self.delayed.should_hold(item.deliver_at_ms, now_ms):
+            return False
+        self.delayed.add(item.entry.position, item.deliver_at_ms)
+        self._delayed_timer.arm()
+        return True
 
     def _dispatch(self, items: list[Dispatched], blocked: set[int]) -> set[int]:
         """Hand items out; what cannot go now waits in replay. Returns blocked consumers."""
@@ -216,7 +259,10 @@ class Dispatcher:
                     break
                 active.send(item, self._redelivery_count(item.entry.position))
             return blocked
+        now_ms = self._clock_ms()
         for item in items:
+            if self.holds_delayed and self._hold_if_delayed(item, now_ms):
+                continue
             consumer = self._pick(item, blocked)
             if consumer is None:
                 self.replay.add(item.entry.position)

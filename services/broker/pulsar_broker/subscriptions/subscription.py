@@ -83,8 +83,7 @@ class Subscription:
             self.cursor, sub_type, old.partition_index, old.max_read_batch,
             self.redelivery_count, self._announce_active,
         )
-        old._closed = True
-        old.wake()
+        old.retire()
         self.cursor.rewind()
 
     def remove_consumer(self, consumer: Consumer) -> None:
@@ -156,12 +155,14 @@ class Subscription:
 
     def stats(self) -> dict[str, Any]:
         backlog = self.cursor.number_of_entries_in_backlog
+        delayed = self.dispatcher.delayed_count()
         return {
             "msgRateOut": 0.0,
             "msgThroughputOut": 0.0,
             "msgBacklog": backlog,
             "backlogSize": 0,
-            "msgBacklogNoDelayed": backlog,
+            "msgBacklogNoDelayed": max(0, backlog - delayed),
+            "msgDelayed": delayed,
             "unackedMessages": sum(c.unacked_messages for c in self.consumers),
             "type": {SubType.EXCLUSIVE: "Exclusive", SubType.SHARED: "Shared",
                      SubType.FAILOVER: "Failover", SubType.KEY_SHARED: "Key_Shared"}[self.sub_type],
