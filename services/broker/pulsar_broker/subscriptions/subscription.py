@@ -12,6 +12,7 @@ from typing import Any
 
 from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
+from pulsar_broker.subscriptions import delayed_delivery
 from pulsar_broker.subscriptions import dispatcher as dispatch
 from pulsar_broker.subscriptions.consumer import Consumer, SubType
 
@@ -37,6 +38,7 @@ class Subscription:
         partition_index: int,
         max_read_batch: int,
         track_redeliveries: bool = True,
+        delayed_settings: delayed_delivery.DelayedDeliverySettings | None = None,
     ) -> None:
         self.topic_name = topic_name
         self.name = name
@@ -46,9 +48,11 @@ class Subscription:
         self.track_redeliveries = track_redeliveries and sub_type in (
             SubType.SHARED, SubType.KEY_SHARED)
         self.redelivery_counts: dict[ml.Position, int] = {}
+        #: None: the broker's delayedDelivery* settings (delayed_delivery.broker_settings()).
+        self.delayed_settings = delayed_settings
         self.dispatcher = dispatch.Dispatcher(
             cursor, sub_type, partition_index, max_read_batch,
-            self.redelivery_count, self._announce_active,
+            self.redelivery_count, self._announce_active, delayed_settings,
         )
         self.msg_acked = 0
 
@@ -81,7 +85,7 @@ class Subscription:
         self.track_redeliveries = sub_type in (SubType.SHARED, SubType.KEY_SHARED)
         self.dispatcher = dispatch.Dispatcher(
             self.cursor, sub_type, old.partition_index, old.max_read_batch,
-            self.redelivery_count, self._announce_active,
+            self.redelivery_count, self._announce_active, self.delayed_settings,
         )
         old.retire()
         self.cursor.rewind()
