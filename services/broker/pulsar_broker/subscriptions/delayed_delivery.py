@@ -125,6 +125,11 @@ class DelayedDeliveryTracker:
             del self._due[position]
         return taken
 
+    def take_all(self) -> list[ml.Position]:
+        taken = [position for _, position in self._order]
+        self.clear()
+        return taken
+
     def clear(self) -> None:
         self._due.clear()
         self._order.clear()

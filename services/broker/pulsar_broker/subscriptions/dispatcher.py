@@ -154,6 +154,16 @@ class Dispatcher:
         self.replay.update(positions)
         self.wake()
 
+    def update_delayed_settings(self, settings: delayed_delivery.DelayedDeliverySettings) -> None:
+        """New settings (e.g. a namespace policy changed): when delayed delivery is now off,
+        everything held goes out at once; otherwise the timer follows the new tick."""
+        self.delayed.settings = settings
+        self._delayed_timer.cancel()
+        if settings.enabled:
+            self._delayed_timer.arm()
+        elif len(self.delayed):
+            self._delayed_due(self.delayed.take_all())
+
     @property
     def holds_delayed(self) -> bool:
         """Whether this dispatcher keeps delayed entries back (Shared and Key_Shared)."""

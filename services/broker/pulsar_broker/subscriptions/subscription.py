@@ -90,6 +90,10 @@ class Subscription:
         old.retire()
         self.cursor.rewind()
 
+    def update_delayed_settings(self, settings: delayed_delivery.DelayedDeliverySettings) -> None:
+        self.delayed_settings = settings
+        self.dispatcher.update_delayed_settings(settings)
+
     def remove_consumer(self, consumer: Consumer) -> None:
         held = list(consumer.pending_acks)
         self.dispatcher.remove_consumer(consumer)

@@ -37,3 +37,35 @@ def client(delayed_standalone: broker_testing.StandaloneProcess) -> Iterator[pul
 @pytest.fixture
 def topic() -> str:
     return f"persistent://public/default/delayed-{uuid.uuid4().hex[:12]}"
+
+
+# In-process parts for dispatcher tests: the bookie engine and RocksDB metadata in tmp dirs.
+
+@pytest.fixture
+async def managed_ledger_factory(tmp_path):  # type: ignore[no-untyped-def]
+    from pulsar_bookie import config as bookie_config
+    from pulsar_bookie import types
+    from pulsar_bookie.client import local
+    from pulsar_bookie.storage import engine
+    from pulsar_broker.managed_ledger import clock, config, factory
+    from pulsar_common.metadata import rocksdb
+
+    bookie_id = types.BookieId("127.0.0.1:3181")
+    storage = engine.LedgerStorageEngine(bookie_config.BookieConfig(
+        journalDirectory=str(tmp_path / "journal"), ledgerDirectories=(str(tmp_path / "ledgers"),),
+        bookieId=bookie_id, dbStorage_writeCacheMaxSizeMb=4, flushInterval=3600_000,
+        gcWaitTime=3600_000))
+    await storage.start()
+    store = await rocksdb.RocksdbMetadataStore.open(str(tmp_path / "metadata"))
+    now = clock.ManualClock()
+    ledger_client = local.LocalLedgerClient(storage, store, bookie_id, now_ms=now)
+    ml_factory = factory.ManagedLedgerFactoryImpl(
+        store, ledger_client,
+        config.ManagedLedgerConfig(min_ledger_rollover_time_minutes=0,
+                                   cursor_position_flush_seconds=0, cache_size_mb=1),
+        now_ms=now, maintenance_interval_s=None)
+    yield ml_factory
+    await ml_factory.shutdown()
+    await ledger_client.close()
+    await store.close()
+    await storage.close()
