@@ -139,3 +139,18 @@ def test_stats_count_held_messages_in_the_backlog(client, topic, delayed_standal
         time.sleep(0.05)
         stats = _subscription_stats(delayed_standalone.web_url, topic, "sub")
     assert stats["msgBacklogNoDelayed"] == 0
+
+
+def test_a_batching_producer_sends_delayed_messages_apart(client, topic):
+    consumer = client.subscribe(topic, "sub", consumer_type=SHARED)
+    producer = client.create_producer(topic, batching_enabled=True,
+                                      batching_max_publish_delay_ms=50)
+    sent_at = now_ms()
+    producer.send_async(b"late", None, deliver_after=timedelta(seconds=1))
+    producer.send_async(b"plain-0", None)
+    producer.send_async(b"plain-1", None)
+    producer.flush()
+    assert [m.data() for m in receive_all(consumer, 2)] == [b"plain-0", b"plain-1"]
+    late = consumer.receive(timeout_millis=20_000)
+    assert late.data() == b"late"
+    assert now_ms() >= earliest_release_ms(sent_at + 1000)
