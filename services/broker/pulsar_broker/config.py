@@ -120,11 +120,6 @@ class BrokerConfig:
 
     def __post_init__(self) -> None:
         _validate(self)
-        # The broker's subscriptions take their delayed-delivery settings from the
-        # process-wide value this sets (one broker per process outside unit tests).
-        from pulsar_broker.subscriptions import delayed_delivery
-
-        delayed_delivery.configure(self)
 
 
 def _validate(conf: BrokerConfig) -> None:

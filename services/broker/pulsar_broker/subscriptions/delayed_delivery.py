@@ -24,7 +24,6 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 from pulsar_broker.managed_ledger import api as ml
 
@@ -40,34 +39,6 @@ class DelayedDeliverySettings:
     tick_ms: int = 1000
     #: Deliver only once deliver_at is reached, not up to one tick early.
     strict: bool = False
-
-
-class _BrokerSettings(Protocol):
-    @property
-    def delayed_delivery_enabled(self) -> bool: ...
-
-    @property
-    def delayed_delivery_tick_time_millis(self) -> int: ...
-
-    @property
-    def is_delayed_delivery_deliver_at_time_strict(self) -> bool: ...
-
-
-_broker_settings = DelayedDeliverySettings()
-
-
-def configure(conf: _BrokerSettings) -> None:
-    """Make a broker's settings the ones new subscriptions of this process use."""
-    global _broker_settings
-    _broker_settings = DelayedDeliverySettings(
-        enabled=conf.delayed_delivery_enabled,
-        tick_ms=conf.delayed_delivery_tick_time_millis,
-        strict=conf.is_delayed_delivery_deliver_at_time_strict,
-    )
-
-
-def broker_settings() -> DelayedDeliverySettings:
-    return _broker_settings
 
 
 def wall_clock_ms() -> int:

@@ -63,7 +63,7 @@ class Dispatcher:
         self._task: asyncio.Task[None] | None = None
         self._clock_ms = clock_ms
         self.delayed = delayed_delivery.DelayedDeliveryTracker(
-            delayed_settings or delayed_delivery.broker_settings())
+            delayed_settings or delayed_delivery.DelayedDeliverySettings())
         self._delayed_timer = delayed_delivery.DelayedTimer(
             self.delayed, self._delayed_due, clock_ms)
 

@@ -48,7 +48,7 @@ class Subscription:
         self.track_redeliveries = track_redeliveries and sub_type in (
             SubType.SHARED, SubType.KEY_SHARED)
         self.redelivery_counts: dict[ml.Position, int] = {}
-        #: None: the broker's delayedDelivery* settings (delayed_delivery.broker_settings()).
+        #: None: Apache's defaults (on, 1 s tick); topics pass their namespace's resolved settings.
         self.delayed_settings = delayed_settings
         self.dispatcher = dispatch.Dispatcher(
             cursor, sub_type, partition_index, max_read_batch,

@@ -129,7 +129,7 @@ class PersistentTopic:
                                                         inclusive=start_inclusive)
         subscription = Subscription(
             str(self.name), name, cursor, sub_type, self.name.partition_index,
-            self.max_read_batch, self.track_redeliveries,
+            self.max_read_batch, self.track_redeliveries, delayed_settings=self.policies.delayed,
         )
         self.subscriptions[name] = subscription
         return subscription
@@ -144,7 +144,7 @@ class PersistentTopic:
             await cursor.reset_cursor(position)
         self.subscriptions[name] = Subscription(
             str(self.name), name, cursor, SubType.EXCLUSIVE, self.name.partition_index,
-            self.max_read_batch, self.track_redeliveries)
+            self.max_read_batch, self.track_redeliveries, delayed_settings=self.policies.delayed)
 
     async def enable_deduplication(self) -> None:
         self.deduplication = deduplication.MessageDeduplication(self.ledger)
@@ -158,7 +158,8 @@ class PersistentTopic:
             if cursor.durable and cursor.name not in self.subscriptions:
                 self.subscriptions[cursor.name] = Subscription(
                     str(self.name), cursor.name, cursor, SubType.EXCLUSIVE,
-                    self.name.partition_index, self.max_read_batch, self.track_redeliveries)
+                    self.name.partition_index, self.max_read_batch, self.track_redeliveries,
+                    delayed_settings=self.policies.delayed)
 
     async def remove_subscription_if_idle(self, subscription: Subscription) -> None:
         """A reader's subscription ends with its last consumer."""

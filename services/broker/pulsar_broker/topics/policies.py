@@ -20,6 +20,7 @@ from pulsar_common import errors as common_errors
 
 from pulsar_broker import config as broker_config
 from pulsar_broker.managed_ledger import config as ml_config
+from pulsar_broker.subscriptions.delayed_delivery import DelayedDeliverySettings
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,8 @@ class TopicPolicies:
     message_ttl_s: int = 0
     storage_quota: BacklogQuota = BacklogQuota(-1, -1, HOLD)
     age_quota: BacklogQuota = BacklogQuota(-1, -1, HOLD)
+    #: delayed_delivery_policies {active, tickTime} over delayedDelivery* of broker.conf.
+    delayed: DelayedDeliverySettings = dataclasses.field(default_factory=DelayedDeliverySettings)
 
 
 def resolve(policies: Mapping[str, Any] | None, conf: broker_config.BrokerConfig,
@@ -90,7 +93,19 @@ def resolve(policies: Mapping[str, Any] | None, conf: broker_config.BrokerConfig
         message_ttl_s=int(conf.ttl_duration_default_in_seconds if ttl is None else ttl),
         storage_quota=_quota(quotas.get(DESTINATION_STORAGE), default_quota(conf)),
         age_quota=_quota(quotas.get(MESSAGE_AGE), default_quota(conf)),
+        delayed=_delayed(policies.get("delayed_delivery_policies"), conf),
     )
+
+
+def _delayed(stored: Mapping[str, Any] | None, conf: broker_config.BrokerConfig
+             ) -> DelayedDeliverySettings:
+    stored = stored or {}
+    active = stored.get("active")
+    tick = stored.get("tickTime")
+    return DelayedDeliverySettings(
+        enabled=bool(conf.delayed_delivery_enabled if active is None else active),
+        tick_ms=int(conf.delayed_delivery_tick_time_millis if not tick else tick),
+        strict=conf.is_delayed_delivery_deliver_at_time_strict)
 
 
 def default_quota(conf: broker_config.BrokerConfig) -> BacklogQuota:

@@ -66,6 +66,9 @@ class PolicyEnforcer:
         return policies.ledger_config(self.default_ledger, topic_policies)
 
     def apply(self, topic: PersistentTopic, topic_policies: policies.TopicPolicies) -> None:
+        if topic.policies.delayed != topic_policies.delayed:
+            for subscription in list(topic.subscriptions.values()):
+                subscription.update_delayed_settings(topic_policies.delayed)
         topic.policies = topic_policies
         topic.ledger.update_config(self.ledger_config(topic_policies))
 

@@ -187,6 +187,20 @@ def _non_negative_int(body: Any) -> int:
     return body
 
 
+def _delayed_delivery(body: Any) -> dict[str, Any]:
+    """Apache's DelayedDeliveryPolicies: active, tickTime (ms) and maxDeliveryDelayInMillis,
+    which is refused when set (no limit on delays is enforced yet)."""
+    if not isinstance(body, dict) or not isinstance(body.get("active", True), bool):
+        raise errors.InvalidRequestError("Delayed delivery policies need a boolean 'active'")
+    tick = body.get("tickTime", 1000)
+    if isinstance(tick, bool) or not isinstance(tick, int) or tick <= 0:
+        raise errors.InvalidRequestError("tickTime must be a positive number of milliseconds")
+    if body.get("maxDeliveryDelayInMillis"):
+        raise errors.InvalidRequestError("maxDeliveryDelayInMillis is not supported yet")
+    return {"active": body.get("active", True), "tickTime": tick,
+            "maxDeliveryDelayInMillis": 0}
+
+
 def _boolean(body: Any) -> bool:
     if not isinstance(body, bool):
         raise errors.InvalidRequestError("Value must be true or false")
@@ -261,6 +275,7 @@ _simple_policy("/messageTTL", "message_ttl_in_seconds", _non_negative_int)
 _simple_policy("/deduplication", "deduplicationEnabled", _boolean)
 _simple_policy("/persistence", "persistence", _persistence, limits=_persistence_limits)
 _simple_policy("/autoTopicCreation", "autoTopicCreationOverride", _auto_topic_creation)
+_simple_policy("/delayedDelivery", "delayed_delivery_policies", _delayed_delivery)
 _simple_policy("/isAllowAutoUpdateSchema", "is_allow_auto_update_schema", _boolean)
 _simple_policy("/schemaValidationEnforced", "schema_validation_enforced", _boolean,
                unset=False)

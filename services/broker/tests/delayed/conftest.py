@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 import pulsar
 import pytest
-
 from pulsar_broker import testing as broker_testing
 
 #: delayedDeliveryTickTimeMillis of the test standalones.

@@ -9,7 +9,6 @@ import urllib.request
 from datetime import timedelta
 
 import pulsar
-
 from pulsar_broker.testing import nothing_more, receive_all
 
 from .conftest import TICK_MS

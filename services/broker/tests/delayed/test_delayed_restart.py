@@ -6,7 +6,6 @@ import time
 from datetime import timedelta
 
 import pulsar
-
 from pulsar_broker.testing import StandaloneProcess, close_after_broker_death, nothing_more
 
 from .conftest import TICK_MS

@@ -8,12 +8,11 @@ import random
 import struct
 import time
 
-from pulsar_common.wire import pulsar_api_pb2 as pb
-
 from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.subscriptions import delayed_delivery as dd
 from pulsar_broker.subscriptions.consumer import Consumer, SubType
 from pulsar_broker.subscriptions.dispatcher import Dispatcher
+from pulsar_common.wire import pulsar_api_pb2 as pb
 
 TICK_MS = 10
 
