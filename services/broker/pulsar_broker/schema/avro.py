@@ -159,16 +159,16 @@ class _Resolver:
         if reader.kind == "union":
             if any(not self.check(writer, b, where) for b in reader.branches):
                 return []
-            return [f"{where or 'schema'}: writer type {_describe(writer)} matches no branch of "
-                    f"the reader's union"]
+            return [(f"{where or 'schema'}: writer type {_describe(writer)} matches no branch of "
+                    f"the reader's union")]
         if writer.kind in PRIMITIVES or reader.kind in PRIMITIVES:
             if writer.kind == reader.kind or reader.kind in PROMOTIONS.get(writer.kind, ()):
                 return []
-            return [f"{where or 'schema'}: {_describe(writer)} cannot be read as "
-                    f"{_describe(reader)}"]
+            return [(f"{where or 'schema'}: {_describe(writer)} cannot be read as "
+                    f"{_describe(reader)}")]
         if writer.kind != reader.kind:
-            return [f"{where or 'schema'}: {_describe(writer)} cannot be read as "
-                    f"{_describe(reader)}"]
+            return [(f"{where or 'schema'}: {_describe(writer)} cannot be read as "
+                    f"{_describe(reader)}")]
         return self._complex(writer, reader, where)
 
     def _complex(self, writer: Node, reader: Node, where: str) -> list[str]:
@@ -176,16 +176,16 @@ class _Resolver:
             assert writer.items is not None and reader.items is not None
             return self.check(writer.items, reader.items, f"{where}[]")
         if not _names_match(writer, reader):
-            return [f"{where or 'schema'}: {writer.kind} {writer.name} cannot be read as "
-                    f"{reader.kind} {reader.name}"]
+            return [(f"{where or 'schema'}: {writer.kind} {writer.name} cannot be read as "
+                    f"{reader.kind} {reader.name}")]
         key = (id(writer), id(reader))
         if key in self.assumed:
             return []
         self.assumed.add(key)
         if writer.kind == "fixed":
             return [] if writer.size == reader.size else [
-                f"{where or 'schema'}: fixed {writer.name} has size {writer.size}, the reader "
-                f"expects {reader.size}"]
+                (f"{where or 'schema'}: fixed {writer.name} has size {writer.size}, the reader "
+                f"expects {reader.size}")]
         if writer.kind == "enum":
             missing = [s for s in writer.symbols if s not in reader.symbols]
             if missing and reader.enum_default is None:
