@@ -46,7 +46,7 @@ class BrokerService:
         self.broker_id = f"{config.advertised_address}:{config.web_service_port}"
         self.namespaces = NamespaceService(
             pulsar_resources, BrokerUrls(self.broker_service_url, self.web_service_url),
-            self.broker_id, config.cluster_name, _version())
+            self.broker_id, config.cluster_name, broker_version())
         self.namespaces.on_bundles_lost = self._unload_topics_of
         #: Applies namespace policies (retention, persistence, TTL, backlog quotas) to topics.
         self.policies = PolicyEnforcer(config, ledger_factory.default_config, pulsar_resources,
@@ -252,7 +252,8 @@ class BrokerService:
         await self.namespaces.close()
 
 
-def _version() -> str:
+def broker_version() -> str:
+    """The installed pulsar-py version, as brokers report it."""
     try:
         return importlib.metadata.version("pulsar-py")
     except importlib.metadata.PackageNotFoundError:

@@ -11,7 +11,6 @@ same metadata and storage path without a client connection. It answers
 from __future__ import annotations
 
 import asyncio
-import importlib.metadata
 import re
 import struct
 import time
@@ -21,6 +20,7 @@ from pulsar_common import naming
 from pulsar_common.wire import pulsar_api_pb2 as pb
 
 from pulsar_broker import errors
+from pulsar_broker.service import broker_service
 from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.web import rest
 
@@ -100,11 +100,7 @@ async def leader_broker(request: web.Request) -> web.Response:
 
 @routes.get("/admin/v2/brokers/version")
 async def version(request: web.Request) -> web.Response:
-    try:
-        text = importlib.metadata.version("pulsar-py")
-    except importlib.metadata.PackageNotFoundError:
-        text = "unknown"
-    return web.Response(text=text)
+    return web.Response(text=broker_service.broker_version())
 
 
 @routes.get("/admin/v2/brokers/configuration")
