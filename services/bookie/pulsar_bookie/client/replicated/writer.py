@@ -20,7 +20,7 @@ from typing import Any
 
 from pulsar_bookie import errors, types
 from pulsar_bookie.client import api, bookie_rpc, ledger_metadata
-from pulsar_bookie.client.replicated import placement, schedule
+from pulsar_bookie.client.replicated import placement
 from pulsar_bookie.client.replicated.reader import ReplicatedReadHandle
 from pulsar_bookie.client.replicated.settings import ClientSettings
 
@@ -90,14 +90,8 @@ class ReplicatedWriteHandle(ReplicatedReadHandle):
         if self._closed:
             raise errors.LedgerClosedError(f"ledger {self.ledger_id} is closed")
 
-    def _write_set_bookies(self, entry_id: int) -> list[types.BookieId]:
-        metadata = self._metadata
-        ensemble = self.fragment_for(entry_id).ensemble
-        return [ensemble[i] for i in schedule.write_set(
-            entry_id, metadata.ensemble_size, metadata.write_quorum_size)]
-
     def _send_missing(self, pending: PendingAdd) -> None:
-        for bookie in self._write_set_bookies(pending.entry_id):
+        for bookie in self.write_set_of(pending.entry_id):
             if bookie not in pending.sent_to:
                 pending.sent_to.add(bookie)
                 self._spawn(self._add_to(pending, bookie))
@@ -134,7 +128,7 @@ class ReplicatedWriteHandle(ReplicatedReadHandle):
         aq = self._metadata.ack_quorum_size
         while self._pending:
             head = self._pending[0]
-            members = set(self._write_set_bookies(head.entry_id))
+            members = set(self.write_set_of(head.entry_id))
             if len(head.acked & members) < aq:
                 break
             self._pending.popleft()
