@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from bench import broker_servers
@@ -128,10 +128,12 @@ def measure_round(
     return figures
 
 
-def best_of(rounds: list[dict[str, float]]) -> dict[str, float]:
+def best_of(
+    rounds: list[dict[str, float]], figures: Sequence[Figure] = FIGURES
+) -> dict[str, float]:
     """Per figure, the best round: the machine is shared, so noise only ever makes things worse."""
     best: dict[str, float] = {}
-    for figure in FIGURES:
+    for figure in figures:
         values = [r[figure.key] for r in rounds if figure.key in r]
         if values:
             best[figure.key] = max(values) if figure.higher_is_better else min(values)

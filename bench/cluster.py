@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING
 
 import pulsar
 
-from bench import broker_vs_lite, broker_workloads
+from bench import broker_servers, broker_vs_lite, broker_workloads
 
 if TYPE_CHECKING:
     from pulsar_broker.local_cluster import LocalCluster as Cluster
@@ -55,7 +55,6 @@ Log = Callable[[str], None]
 
 BATCHED_MAX_MESSAGES = 400_000
 LATENCY_MAX_SENDS = 3000
-START_TIMEOUT_S = 90.0
 CLUSTER_START_ATTEMPTS = 2
 #: Resume trial: acknowledgements before the kill, and after it (or the wait's bound).
 RESUME_ACKS_BEFORE = 500
@@ -81,16 +80,8 @@ FIGURES = (
 
 
 def start_standalone(directory: pathlib.Path, journal_sync: bool) -> Target:
-    from pulsar_broker import testing as broker_testing
-
-    directory.mkdir(parents=True, exist_ok=True)
-    process = broker_testing.StandaloneProcess(
-        directory / "data",
-        {"journalSyncData": str(journal_sync).lower()},
-        log_path=directory / "standalone.log",
-    )
-    process.start(START_TIMEOUT_S)
-    return Target("standalone", process.service_url, process.stop)
+    broker = broker_servers.start_ours(directory, journal_sync)
+    return Target("standalone", broker.service_url, broker.stop)
 
 
 def start_cluster(directory: pathlib.Path, bookies: int, journal_sync: bool, log: Log) -> Cluster:
@@ -156,15 +147,6 @@ def measure_round(url: str, seconds: float, log: Log) -> dict[str, float]:
     }
 
 
-def best_of(rounds: list[dict[str, float]]) -> dict[str, float]:
-    best: dict[str, float] = {}
-    for figure in FIGURES:
-        values = [r[figure.key] for r in rounds if figure.key in r]
-        if values:
-            best[figure.key] = max(values) if figure.higher_is_better else min(values)
-    return best
-
-
 def measure_targets(
     targets: list[Target], seconds: float, rounds: int, log: Log
 ) -> dict[str, list[dict[str, float]]]:
@@ -197,7 +179,9 @@ def throughput_part(base: pathlib.Path, args: argparse.Namespace, log: Log) -> l
     finally:
         for target in targets:
             target.stop()
-    results = {name: best_of(rounds) for name, rounds in measured.items() if rounds}
+    results = {
+        name: broker_vs_lite.best_of(rounds, FIGURES) for name, rounds in measured.items() if rounds
+    }
     return throughput_table(results)
 
 
