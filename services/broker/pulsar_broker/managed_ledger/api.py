@@ -8,6 +8,7 @@ individually deleted ranges) across restarts.
 
 from __future__ import annotations
 
+import asyncio
 import enum
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -140,6 +141,10 @@ class ManagedLedger(Protocol):
 
     async def add_entry(self, data: bytes) -> Position:
         """Append one entry; returns its position once durable. Completes in call order."""
+
+    def add_entry_future(self, data: bytes) -> asyncio.Future[Position]:
+        """add_entry without a coroutine (the broker's publish path): a future resolved with
+        the position once durable, in call order. Refusals raise at once; never cancel it."""
 
     async def open_cursor(
         self, name: str, initial_position: InitialPosition = InitialPosition.LATEST

@@ -76,12 +76,7 @@ class PersistentTopic:
         """Publish without a task per entry: the ledger's add future, whose first callback
         counts the entry and wakes the subscriptions. Refusals raise at once."""
         started = time.perf_counter()
-        add_future = getattr(self.ledger, "add_entry_future", None)
-        added: asyncio.Future[ml.Position] = (
-            add_future(data)
-            if add_future is not None
-            else asyncio.ensure_future(self.ledger.add_entry(data))
-        )
+        added = self.ledger.add_entry_future(data)
         added.add_done_callback(
             functools.partial(self._published, producer, len(data), num_messages, started)
         )
