@@ -37,10 +37,13 @@ T = pb.BaseCommand
 class ProducerHandle:
     """A producer as this connection sees it: receipts go back strictly in SEND order."""
 
-    def __init__(self, producer_id: int, topic: PersistentTopic, producer: Producer) -> None:
+    def __init__(self, producer_id: int, topic: PersistentTopic, producer: Producer,
+                 schema_version: bytes | None = None) -> None:
         self.producer_id = producer_id
         self.topic = topic
         self.producer = producer
+        #: The schema version it writes with, as PRODUCER_SUCCESS announced it.
+        self.schema_version = schema_version
         self.in_flight: collections.deque[tuple[asyncio.Future[ml.Position], int, int, int]] = (
             collections.deque())
         self.closed = False

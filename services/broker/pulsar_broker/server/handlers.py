@@ -41,8 +41,6 @@ class Handlers:
     def __init__(self, cnx: ServerConnection) -> None:
         self.cnx = cnx
         self.service = cnx.service
-        #: Schema version each producer of this connection writes with (PRODUCER_SUCCESS).
-        self._schema_versions: dict[int, bytes | None] = {}
         self.table: dict[int, Any] = {
             T.PING: self.ping,
             T.PONG: lambda f: None,
@@ -99,7 +97,7 @@ class Handlers:
     async def _lookup(self, request: pb.CommandLookupTopic) -> None:
         try:
             topic = naming.TopicName.parse(request.topic)
-            await self.service.check_namespace(topic.namespace_name)
+            # Reading the namespace's policies (for its bundles) fails when it does not exist.
             owner = await self.service.namespaces.lookup(topic, request.authoritative)
             reply = replies.lookup_response(request.request_id, owner.native_url,
                                             authoritative=True)
@@ -120,7 +118,7 @@ class Handlers:
         existing = self.cnx.producers.get(request.producer_id)
         if existing is not None:
             self._producer_success(request.request_id, existing.producer.name,
-                                   existing.topic, self._schema_versions.get(request.producer_id))
+                                   existing.topic, existing.schema_version)
             return
         topic_name = naming.TopicName.parse(request.topic)
         topic = await self.service.get_topic(topic_name, create=True)
@@ -151,8 +149,8 @@ class Handlers:
             name, self.cnx.remote_address,
             functools.partial(self.cnx.send_close_producer, request.producer_id))
         version = None if schema_version is None else schema_records.encode_version(schema_version)
-        self.cnx.producers[request.producer_id] = ProducerHandle(request.producer_id, topic, producer)
-        self._schema_versions[request.producer_id] = version
+        self.cnx.producers[request.producer_id] = ProducerHandle(request.producer_id, topic,
+                                                                 producer, version)
         self._producer_success(request.request_id, name, topic, version)
 
     def _producer_success(self, request_id: int, name: str, topic: PersistentTopic,
@@ -234,7 +232,6 @@ class Handlers:
 
     async def _close_producer(self, request: pb.CommandCloseProducer) -> None:
         handle = self.cnx.producers.pop(request.producer_id, None)
-        self._schema_versions.pop(request.producer_id, None)
         if handle is not None:
             handle.closed = True
             pending = [task for task, *_ in handle.in_flight]
