@@ -20,7 +20,7 @@ from typing import Any
 
 import aetcd
 
-from pulsar_common.metadata import api, errors, paths, tasks, watches
+from pulsar_common.metadata import api, errors, etcd_kv, paths, tasks, watches
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class EtcdWatch:
         key = self._key_text.encode()
         if not self._queue.prefix:
             return key, None
-        return key, aetcd.utils.prefix_range_end(paths.children_prefix(self._key_text).encode())
+        return key, etcd_kv.prefix_end(paths.children_prefix(self._key_text).encode())
 
     async def _pump(self) -> None:
         backoff_s = 0.05
