@@ -273,15 +273,10 @@ class BookieService(http.BookieAdmin):
             "bookie_journal_batches": stats.journal_batches,
             "bookie_journal_bytes": stats.journal_bytes,
             "bookie_read_cache_hits": stats.read_cache_hits,
-            "bookie_read_cache_misses": getattr(stats, "read_cache_misses", stats.entry_log_reads),
+            "bookie_read_cache_misses": stats.read_cache_misses,
             "bookie_flush": stats.flushes,
+            "bookie_journal_queue_size": stats.journal_queue_depth,
             "bookie_write_cache_size": stats.write_cache_bytes,
             "bookie_read_cache_size": stats.read_cache_bytes,
         })
-        # Read only if the engine's stats carry them (a requested engine addition).
-        for field, name in (("journal_queue_depth", "bookie_journal_queue_size"),
-                            ("journal_fsync_seconds", "bookie_journal_sync_seconds")):
-            value = getattr(stats, field, None)
-            if value is not None:
-                readings[name] = value
         return readings

@@ -136,8 +136,6 @@ _COUNTERS = {
     "bookie_read_cache_hits": "Reads served by the read-ahead cache",
     "bookie_read_cache_misses": "Reads that went to an entry log",
     "bookie_flush": "Write cache flushes (checkpoints)",
-    "bookie_journal_sync_seconds": "Time spent in journal fdatasync (with bookie_journal_sync_total: "
-    "the mean fsync latency)",
 }
 _GAUGES = {
     "bookie_journal_queue_size": "Records waiting for the journal",
