@@ -21,7 +21,7 @@ import math
 from collections.abc import Sequence
 
 from pulsar_broker.managed_ledger import api as ml
-from pulsar_broker.topics import deduplication, entry_info, message_expiry, policies
+from pulsar_broker.topics import deduplication, message_expiry, policies
 from pulsar_broker.topics.persistent_topic import PersistentTopic
 
 log = logging.getLogger(__name__)
@@ -65,10 +65,7 @@ def backlog_size(topic: PersistentTopic) -> int:
 async def oldest_backlog_older_than(topic: PersistentTopic, cutoff_ms: int) -> bool:
     """True when some subscription still has a message published at or before cutoff_ms."""
     for cursor in subscription_cursors(topic):
-        found = await cursor.find_newest_matching(
-            lambda entry: entry_info.entry_info(entry.data).publish_time_ms <= cutoff_ms,
-            active_only=True)
-        if found is not None and found > cursor.mark_delete_position:
+        if await message_expiry.newest_expired(cursor, cutoff_ms) is not None:
             return True
     return False
 

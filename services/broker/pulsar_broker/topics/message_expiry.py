@@ -13,12 +13,20 @@ from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.topics import entry_info
 
 
-async def expire_before(cursor: ml.ManagedCursor, cutoff_ms: int) -> bool:
-    """Acknowledge every entry published at or before cutoff_ms; True when the cursor moved."""
+async def newest_expired(cursor: ml.ManagedCursor, cutoff_ms: int) -> ml.Position | None:
+    """The newest entry after the mark-delete position published at or before cutoff_ms."""
     found = await cursor.find_newest_matching(
-        lambda entry: entry_info.entry_info(entry.data).publish_time_ms <= cutoff_ms,
+        lambda entry: entry_info.parse_metadata(entry.data).publish_time <= cutoff_ms,
         active_only=True)
     if found is None or found <= cursor.mark_delete_position:
+        return None
+    return found
+
+
+async def expire_before(cursor: ml.ManagedCursor, cutoff_ms: int) -> bool:
+    """Acknowledge every entry published at or before cutoff_ms; True when the cursor moved."""
+    found = await newest_expired(cursor, cutoff_ms)
+    if found is None:
         return False
     await cursor.mark_delete(found)
     return True
