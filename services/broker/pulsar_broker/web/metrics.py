@@ -40,9 +40,6 @@ TEXT_FORMAT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 METRICS_KEY = web.AppKey("broker_metrics", object)
 
-#: The publish path's hook; see `hooks` (importable without aiohttp or OpenTelemetry).
-record_add_entry_latency = hooks.record_add_entry_latency
-
 
 @dataclass
 class TopicSample:
