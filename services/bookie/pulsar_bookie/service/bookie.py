@@ -21,6 +21,7 @@ from typing import Any
 from pulsar_common import errors as common_errors
 from pulsar_common.metadata import api as metadata_api
 from pulsar_common.metadata import factory as metadata_factory
+from pulsar_common.metadata import tasks as metadata_tasks
 
 from pulsar_bookie import config as bookie_config
 from pulsar_bookie import errors, types
@@ -153,7 +154,7 @@ class BookieService(http.BookieAdmin):
         self._stopping = True
         self._ready = False
         if self._ledger_gc is not None:
-            self._ledger_gc.cancel()
+            await metadata_tasks.cancel_and_wait(self._ledger_gc)
         await self.monitor.stop()
         if self.server.serving:
             await self.server.stop(SHUTDOWN_GRACE_S)

@@ -46,7 +46,5 @@ async def run_periodically(storage: storage_api.LedgerStorage, store: metadata_a
         await asyncio.sleep(interval_s)
         try:
             await delete_orphaned_ledgers(storage, store)
-        except asyncio.CancelledError:
-            raise
         except Exception as exc:  # noqa: BLE001 - the next pass tries again
             log.warning("ledger garbage collection pass failed: %s", exc)
