@@ -37,7 +37,7 @@ async def get_schema(service: BrokerService, request: pb.CommandGetSchema) -> pb
         topic = naming.TopicName.parse(request.topic)
         version = (records.decode_version(request.schema_version)
                    if request.HasField("schema_version") else None)
-        stored = await topic_schemas.registry_of(service).get(topic, version)
+        stored = await service.schemas.get(topic, version)
     except Exception as exc:  # noqa: BLE001 - answered in GET_SCHEMA_RESPONSE, never dropped
         return replies.get_schema_error(request.request_id, commands.server_error_of(exc),
                                         str(exc))

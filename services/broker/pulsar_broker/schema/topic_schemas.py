@@ -19,30 +19,16 @@ and `isSchemaValidationEnforced`.
 from __future__ import annotations
 
 import dataclasses
-import weakref
 from typing import TYPE_CHECKING, Any
 
 from pulsar_common import naming
 
 from pulsar_broker import errors as broker_errors
-from pulsar_broker.schema import compatibility, errors, records, registry
+from pulsar_broker.schema import compatibility, errors, records
 
 if TYPE_CHECKING:
     from pulsar_broker.service.broker_service import BrokerService
     from pulsar_broker.topics.persistent_topic import PersistentTopic
-
-_REGISTRIES: weakref.WeakKeyDictionary[BrokerService, registry.SchemaRegistry] = (
-    weakref.WeakKeyDictionary())
-
-
-def registry_of(service: BrokerService) -> registry.SchemaRegistry:
-    """The broker's registry (one per broker service, created on first use)."""
-    found = _REGISTRIES.get(service)
-    if found is None:
-        found = registry.SchemaRegistry(service.resources.store)
-        _REGISTRIES[service] = found
-    return found
-
 
 @dataclasses.dataclass(frozen=True)
 class SchemaPolicy:
@@ -70,7 +56,7 @@ async def policy_of(service: BrokerService, ns: naming.NamespaceName) -> SchemaP
 async def for_producer(service: BrokerService, topic: naming.TopicName,
                        schema: records.SchemaData | None) -> int | None:
     """The schema version the producer writes with (None: it writes without schema)."""
-    schemas = registry_of(service)
+    schemas = service.schemas
     policy = await policy_of(service, topic.namespace_name)
     if schema is None:
         if policy.validation_enforced and await schemas.has_schema(topic):
@@ -90,7 +76,7 @@ async def for_producer(service: BrokerService, topic: naming.TopicName,
 async def for_consumer(service: BrokerService, topic: PersistentTopic,
                        schema: records.SchemaData) -> None:
     """Register the consumer's schema on an idle topic without one, else check it."""
-    schemas = registry_of(service)
+    schemas = service.schemas
     policy = await policy_of(service, topic.name.namespace_name)
     idle = (not topic.producers and topic.ledger.total_size == 0
             and not any(s.consumers for s in topic.subscriptions.values()))

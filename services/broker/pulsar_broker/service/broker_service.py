@@ -22,6 +22,7 @@ from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.namespace.bundles import NamespaceBundle
 from pulsar_broker.namespace.ownership import BrokerUrls
 from pulsar_broker.namespace.service import NamespaceService
+from pulsar_broker.schema.registry import SchemaRegistry
 from pulsar_broker.topics.persistent_topic import PersistentTopic
 from pulsar_broker.topics.policy_enforcer import PolicyEnforcer
 
@@ -48,6 +49,8 @@ class BrokerService:
             pulsar_resources, BrokerUrls(self.broker_service_url, self.web_service_url),
             self.broker_id, config.cluster_name, broker_version())
         self.namespaces.on_bundles_lost = self._unload_topics_of
+        #: The topics' schemas, stored in the metadata store.
+        self.schemas = SchemaRegistry(pulsar_resources.store)
         #: Applies namespace policies (retention, persistence, TTL, backlog quotas) to topics.
         self.policies = PolicyEnforcer(config, ledger_factory.default_config, pulsar_resources,
                                        lambda: self.loaded_topics)

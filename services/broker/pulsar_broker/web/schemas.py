@@ -44,7 +44,7 @@ def _found(stored: records.StoredSchema | None) -> records.StoredSchema:
 @routes.get(BASE + "/schema")
 async def get_schema(request: web.Request) -> web.Response:
     name = await _topic(request)
-    stored = await topic_schemas.registry_of(rest.service(request)).get(name)
+    stored = await rest.service(request).schemas.get(name)
     return rest.ok_json(records.response(_found(stored)))
 
 
@@ -52,14 +52,14 @@ async def get_schema(request: web.Request) -> web.Response:
 async def get_schema_version(request: web.Request) -> web.Response:
     name = await _topic(request)
     version = rest.path_int(request, "version")
-    stored = await topic_schemas.registry_of(rest.service(request)).get(name, version)
+    stored = await rest.service(request).schemas.get(name, version)
     return rest.ok_json(records.response(_found(stored)))
 
 
 @routes.get(BASE + "/schemas")
 async def get_all_schemas(request: web.Request) -> web.Response:
     name = await _topic(request)
-    history = await topic_schemas.registry_of(rest.service(request)).history(name)
+    history = await rest.service(request).schemas.history(name)
     return rest.ok_json({"getSchemaResponses": [records.response(s)
                                                 for s in registry.live(history)]})
 
@@ -70,7 +70,7 @@ async def post_schema(request: web.Request) -> web.Response:
     schema = await _payload(request)
     service = rest.service(request)
     policy = await topic_schemas.policy_of(service, name.namespace_name)
-    version = await topic_schemas.registry_of(service).put_if_absent(name, schema, policy.strategy)
+    version = await service.schemas.put_if_absent(name, schema, policy.strategy)
     return rest.ok_json({"version": {"version": version}})
 
 
@@ -81,7 +81,7 @@ async def test_compatibility(request: web.Request) -> web.Response:
     service = rest.service(request)
     policy = await topic_schemas.policy_of(service, name.namespace_name)
     try:
-        await topic_schemas.registry_of(service).check_compatible(name, schema, policy.strategy)
+        await service.schemas.check_compatible(name, schema, policy.strategy)
         compatible = True
     except errors.IncompatibleSchemaError:
         compatible = False
@@ -93,7 +93,7 @@ async def test_compatibility(request: web.Request) -> web.Response:
 async def version_of_schema(request: web.Request) -> web.Response:
     name = await _topic(request)
     schema = await _payload(request)
-    version = await topic_schemas.registry_of(rest.service(request)).existing_version(name, schema)
+    version = await rest.service(request).schemas.existing_version(name, schema)
     if version is None:
         raise errors.SchemaNotFoundError("Not found schema")
     return rest.ok_json({"version": version})
@@ -102,7 +102,7 @@ async def version_of_schema(request: web.Request) -> web.Response:
 @routes.delete(BASE + "/schema")
 async def delete_schema(request: web.Request) -> web.Response:
     name = await _topic(request)
-    schemas = topic_schemas.registry_of(rest.service(request))
+    schemas = rest.service(request).schemas
     version = await schemas.delete(name, force=rest.query_flag(request, "force"))
     if version is None:
         raise errors.SchemaNotFoundError("Schema not found")

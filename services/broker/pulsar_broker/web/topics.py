@@ -7,7 +7,6 @@ from typing import Any
 from aiohttp import web
 
 from pulsar_broker import errors
-from pulsar_broker.schema import topic_schemas
 from pulsar_broker.topics import entry_info
 from pulsar_broker.web import rates, remote_partitions, rest, stats, topic_access
 
@@ -72,7 +71,7 @@ async def delete_topic(request: web.Request) -> web.Response:
     if name.partition_index < 0:
         # As Apache does, the topic's schema goes with it (a partition's belongs to its
         # partitioned topic and goes when that is deleted).
-        await topic_schemas.registry_of(service).delete(name, force=True)
+        await service.schemas.delete(name, force=True)
     return rest.no_content()
 
 
@@ -135,7 +134,7 @@ async def delete_partitioned_topic(request: web.Request) -> web.Response:
         if await service.topic_exists(partition):
             await service.delete_topic(partition, force=force)
     await service.resources.delete_partitioned_topic(name)
-    await topic_schemas.registry_of(service).delete(name, force=True)
+    await service.schemas.delete(name, force=True)
     return rest.no_content()
 
 
