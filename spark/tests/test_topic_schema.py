@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import struct
+import urllib.request
 from typing import Any
 
 import pytest
@@ -35,7 +37,7 @@ def test_avro_topic_reads_as_columns_with_no_schema_option(spark, options_for, c
     assert rows == [("N", 9.5, 7)] + [(f"S{i}", float(i), None) for i in range(5)]
 
 
-def test_json_string_and_primitive_topics(spark, options_for, client, topic):
+def test_json_string_and_primitive_topics(spark, options_for, client, topic, standalone):
     json_topic, string_topic, long_topic = (f"{topic}-json", f"{topic}-str", f"{topic}-long")
     client.create_producer(json_topic, schema=JsonSchema(Trade)).send(
         Trade(symbol="J", price=1.5))
@@ -51,10 +53,16 @@ def test_json_string_and_primitive_topics(spark, options_for, client, topic):
     df = spark.createDataFrame([(2**40,), (-3,)], "value long")
     df.write.format("pulsar").mode("append").options(
         **options_for(topic=long_topic, **{"schema.type": "int64"})).save()
-    back = load(long_topic)  # no schema in the registry: binary
+    back = load(long_topic)  # no schema in the registry yet: binary
     assert sorted(struct.unpack(">q", r.value)[0] for r in back.collect()) == [-3, 2**40]
-    typed = spark.read.format("pulsar").options(
-        **options_for(topic=long_topic, **{"schema.type": "int64"})).load()
+    local = long_topic.partition("://")[2]
+    request = urllib.request.Request(
+        f"{standalone.web_url}/admin/v2/schemas/{local}/schema", method="POST",
+        data=json.dumps({"type": "INT64", "schema": "", "properties": {}}).encode(),
+        headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(request, timeout=30).close()
+    typed = load(long_topic)  # INT64 in the registry: a long column, no option needed
+    assert dict(typed.dtypes)["value"] == "bigint"
     assert sorted(r.value for r in typed.collect()) == [-3, 2**40]
 
 
