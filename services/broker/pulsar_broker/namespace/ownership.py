@@ -9,6 +9,7 @@ free when its session expires. The value is Apache's NamespaceEphemeralData
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import logging
@@ -53,6 +54,10 @@ class OwnershipCache:
         self.store = store
         self.me = me
         self._owned: set[NamespaceBundle] = set()
+        #: Acquisitions under way, shared by concurrent lookups of the same bundle (a lookup
+        #: that lost the race to create the key would otherwise take the winner's key for one
+        #: left by this broker's previous life and delete it). At most one per bundle.
+        self._acquiring: dict[NamespaceBundle, asyncio.Future[BrokerUrls]] = {}
 
     @property
     def owned_bundles(self) -> list[NamespaceBundle]:
@@ -77,6 +82,16 @@ class OwnershipCache:
 
     async def try_acquire(self, bundle: NamespaceBundle) -> BrokerUrls:
         """Take the bundle if no live broker owns it; returns whoever owns it afterwards."""
+        if bundle in self._owned:
+            return self.me
+        pending = self._acquiring.get(bundle)
+        if pending is None:
+            pending = asyncio.ensure_future(self._acquire(bundle))
+            self._acquiring[bundle] = pending
+            pending.add_done_callback(lambda _f: self._acquiring.pop(bundle, None))
+        return await asyncio.shield(pending)
+
+    async def _acquire(self, bundle: NamespaceBundle) -> BrokerUrls:
         path = ownership_path(bundle)
         for _ in range(ACQUIRE_ATTEMPTS):
             if bundle in self._owned:

@@ -162,3 +162,16 @@ async def test_an_unowned_bundle_goes_to_the_least_loaded_broker(brokers):
     assert await a._choose_broker(await a.bundle_of(other)) == B
     assert await a.lookup(other) == A
     assert await b.lookup(other) == A
+
+
+async def test_concurrent_acquisitions_of_one_bundle_keep_the_brokers_key(brokers):
+    """Clients look up every partition of a topic at once; the lookups that lose the race to
+    create the key must not take the winner's key for a stale one and delete it."""
+    a = await brokers.broker(A)
+    bundle = bundles.bundle_of(TOPIC, resources.default_policies())
+    owners = await asyncio.gather(*(a.ownership.try_acquire(bundle) for _ in range(20)))
+    assert owners == [A] * 20
+    assert a.ownership.owns(bundle)
+    stored = await a.store.get(ownership.ownership_path(bundle))
+    assert stored is not None, "the broker believes it owns a bundle whose key is gone"
+    assert json.loads(stored.value)["nativeUrl"] == A.native_url
