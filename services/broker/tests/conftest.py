@@ -1,12 +1,17 @@
-"""Fixtures shared by the broker's tests: a real `pulsar standalone` process."""
+"""Fixtures shared by the broker's tests: a real `pulsar standalone` process and an official
+client on it.
+
+A test folder that needs a differently configured node overrides `standalone`; `client`
+then connects to that node.
+"""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
 
+import pulsar
 import pytest
-
 from pulsar_broker import testing as broker_testing
 
 
@@ -18,6 +23,15 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[broker_test
     process.start()
     yield process
     process.stop()
+
+
+@pytest.fixture
+def client(standalone: broker_testing.StandaloneProcess) -> Iterator[pulsar.Client]:
+    """An official `pulsar.Client` on the test's `standalone`."""
+    c = pulsar.Client(standalone.service_url, operation_timeout_seconds=30,
+                      logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
+    yield c
+    c.close()
 
 
 @pytest.fixture

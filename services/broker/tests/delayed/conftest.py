@@ -1,11 +1,12 @@
-"""Standalones for the delayed-delivery tests: a 100 ms tick keeps them fast."""
+"""Standalones for the delayed-delivery tests: a 100 ms tick keeps them fast.
+
+The module-scoped `standalone` overrides the shared one, so the shared `client` connects to it.
+"""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
-import pulsar
 import pytest
 from pulsar_broker import testing as broker_testing
 
@@ -14,7 +15,7 @@ TICK_MS = 100
 
 
 @pytest.fixture(scope="module")
-def delayed_standalone(
+def standalone(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[broker_testing.StandaloneProcess]:
     data_dir = tmp_path_factory.mktemp("delayed") / "data"
@@ -23,19 +24,6 @@ def delayed_standalone(
     process.start()
     yield process
     process.stop()
-
-
-@pytest.fixture
-def client(delayed_standalone: broker_testing.StandaloneProcess) -> Iterator[pulsar.Client]:
-    c = pulsar.Client(delayed_standalone.service_url, operation_timeout_seconds=30,
-                      logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def topic() -> str:
-    return f"persistent://public/default/delayed-{uuid.uuid4().hex[:12]}"
 
 
 # In-process parts for dispatcher tests: the bookie engine and RocksDB metadata in tmp dirs.

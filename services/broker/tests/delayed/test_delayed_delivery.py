@@ -124,7 +124,7 @@ def _subscription_stats(web_url: str, topic: str, sub: str) -> dict:
         return json.load(r)["subscriptions"][sub]
 
 
-def test_stats_count_held_messages_in_the_backlog(client, topic, delayed_standalone):
+def test_stats_count_held_messages_in_the_backlog(client, topic, standalone):
     consumer = client.subscribe(topic, "sub", consumer_type=SHARED)
     producer = client.create_producer(topic)
     producer.send(b"late-1", deliver_after=timedelta(seconds=30))
@@ -132,11 +132,11 @@ def test_stats_count_held_messages_in_the_backlog(client, topic, delayed_standal
     producer.send(b"plain")
     consumer.acknowledge(consumer.receive(timeout_millis=10_000))
     deadline = time.monotonic() + 20
-    stats = _subscription_stats(delayed_standalone.web_url, topic, "sub")
+    stats = _subscription_stats(standalone.web_url, topic, "sub")
     while stats["msgDelayed"] != 2 or stats["msgBacklog"] != 2:
         assert time.monotonic() < deadline, stats
         time.sleep(0.05)
-        stats = _subscription_stats(delayed_standalone.web_url, topic, "sub")
+        stats = _subscription_stats(standalone.web_url, topic, "sub")
     assert stats["msgBacklogNoDelayed"] == 0
 
 

@@ -27,14 +27,14 @@ def _call(web_url: str, method: str, path: str, body: object = None) -> int:
 
 
 @pytest.fixture
-def namespace(delayed_standalone) -> str:
+def namespace(standalone) -> str:
     name = f"public/delayed-{uuid.uuid4().hex[:8]}"
-    assert _call(delayed_standalone.web_url, "PUT", f"/admin/v2/namespaces/{name}") == 204
+    assert _call(standalone.web_url, "PUT", f"/admin/v2/namespaces/{name}") == 204
     return name
 
 
 def test_an_inactive_namespace_policy_delivers_at_once_even_on_a_loaded_topic(
-        client, delayed_standalone, namespace):
+        client, standalone, namespace):
     topic = f"persistent://{namespace}/t"
     consumer = client.subscribe(topic, "sub", consumer_type=SHARED)
     producer = client.create_producer(topic)
@@ -43,8 +43,8 @@ def test_an_inactive_namespace_policy_delivers_at_once_even_on_a_loaded_topic(
         consumer.receive(timeout_millis=500)
 
     path = f"/admin/v2/namespaces/{namespace}/delayedDelivery"
-    assert _call(delayed_standalone.web_url, "POST", path, {"active": False, "tickTime": 100}) == 204
-    with urllib.request.urlopen(delayed_standalone.web_url + path, timeout=30) as reply:
+    assert _call(standalone.web_url, "POST", path, {"active": False, "tickTime": 100}) == 204
+    with urllib.request.urlopen(standalone.web_url + path, timeout=30) as reply:
         assert json.loads(reply.read())["active"] is False
     # Turning it off releases what was held, and new delayed messages go out at once.
     assert consumer.receive(timeout_millis=10_000).data() == b"held"
@@ -52,9 +52,9 @@ def test_an_inactive_namespace_policy_delivers_at_once_even_on_a_loaded_topic(
     assert consumer.receive(timeout_millis=10_000).data() == b"now"
 
 
-def test_bad_delayed_delivery_policies_are_refused(delayed_standalone, namespace):
+def test_bad_delayed_delivery_policies_are_refused(standalone, namespace):
     path = f"/admin/v2/namespaces/{namespace}/delayedDelivery"
-    assert _call(delayed_standalone.web_url, "POST", path, {"active": "yes"}) == 400
-    assert _call(delayed_standalone.web_url, "POST", path, {"active": True, "tickTime": 0}) == 400
-    assert _call(delayed_standalone.web_url, "POST", path,
+    assert _call(standalone.web_url, "POST", path, {"active": "yes"}) == 400
+    assert _call(standalone.web_url, "POST", path, {"active": True, "tickTime": 0}) == 400
+    assert _call(standalone.web_url, "POST", path,
                  {"active": True, "tickTime": 100, "maxDeliveryDelayInMillis": 5000}) == 400

@@ -1,5 +1,7 @@
 """A `pulsar standalone` tuned so namespace policies show quickly: small ledgers that roll
-over at once, a message expiry check every half second, a backlog quota check every second."""
+over at once, a message expiry check every half second, a backlog quota check every second.
+
+It overrides the shared `standalone`, so the shared `client` connects to it."""
 
 from __future__ import annotations
 
@@ -10,7 +12,6 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import pulsar
 import pytest
 from pulsar_broker import testing as broker_testing
 
@@ -19,7 +20,7 @@ ENTRIES_PER_LEDGER = 5
 
 
 @pytest.fixture(scope="session")
-def policies_node(
+def standalone(
         tmp_path_factory: pytest.TempPathFactory) -> Iterator[broker_testing.StandaloneProcess]:
     data_dir = tmp_path_factory.mktemp("policies") / "data"
     node = broker_testing.StandaloneProcess(data_dir, {
@@ -77,8 +78,8 @@ def _topic_path(topic: str) -> str:
 
 
 @pytest.fixture
-def admin(policies_node: broker_testing.StandaloneProcess) -> Admin:
-    return Admin(policies_node.web_url)
+def admin(standalone: broker_testing.StandaloneProcess) -> Admin:
+    return Admin(standalone.web_url)
 
 
 @pytest.fixture
@@ -88,10 +89,3 @@ def namespace(admin: Admin) -> str:
     admin.ok("PUT", f"/admin/v2/namespaces/{ns}")
     return ns
 
-
-@pytest.fixture
-def client(policies_node: broker_testing.StandaloneProcess) -> Iterator[pulsar.Client]:
-    c = pulsar.Client(policies_node.service_url, operation_timeout_seconds=10,
-                      logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
-    yield c
-    c.close()

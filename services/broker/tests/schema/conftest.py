@@ -1,5 +1,5 @@
-"""Fixtures for schema tests: their own standalone, an official client, and namespaces with
-chosen strategies.
+"""Fixtures for schema tests: their own standalone (the shared `client` connects to it)
+and namespaces with chosen strategies.
 
 The tests create namespaces; they get a standalone of their own so that the
 namespaces they leave behind (and own) do not change what other tests of the
@@ -14,9 +14,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import pulsar
 import pytest
-
 from pulsar_broker import testing as broker_testing
 
 
@@ -29,13 +27,6 @@ def standalone(tmp_path_factory: pytest.TempPathFactory
     yield process
     process.stop()
 
-
-@pytest.fixture
-def client(standalone: broker_testing.StandaloneProcess) -> Iterator[pulsar.Client]:
-    c = pulsar.Client(standalone.service_url, operation_timeout_seconds=30,
-                      logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
-    yield c
-    c.close()
 
 
 Rest = Callable[..., tuple[int, Any]]

@@ -6,11 +6,9 @@ import json
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import pulsar
 import pytest
 from pulsar_broker import testing as broker_testing
 
@@ -68,10 +66,3 @@ def http(standalone: broker_testing.StandaloneProcess) -> Http:
 def unique() -> str:
     return uuid.uuid4().hex[:10]
 
-
-@pytest.fixture
-def client(standalone: broker_testing.StandaloneProcess) -> Iterator[pulsar.Client]:
-    c = pulsar.Client(standalone.service_url, operation_timeout_seconds=30,
-                      logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
-    yield c
-    c.close()
