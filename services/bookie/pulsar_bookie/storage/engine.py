@@ -274,7 +274,7 @@ class LedgerStorageEngine(api.LedgerStorage):
         or journal queue room does it fall back to add_entry (in a task). Refusals raise."""
         if self._state is not _State.RUNNING:
             self._check_running()
-        target = self._journals[ledger_id % len(self._journals)]
+        target = self._journal_for(ledger_id)
         if not self._write_cache.has_room(len(payload)) or target.queue_full:
             return asyncio.ensure_future(
                 self.add_entry(ledger_id, entry_id, last_add_confirmed, payload, master_key)
