@@ -55,6 +55,9 @@ def test_json_string_and_primitive_topics(spark, options_for, client, topic, sta
         **options_for(topic=long_topic, **{"schema.type": "int64"})).save()
     back = load(long_topic)  # no schema in the registry yet: binary
     assert sorted(struct.unpack(">q", r.value)[0] for r in back.collect()) == [-3, 2**40]
+    given = spark.read.format("pulsar").options(
+        **options_for(topic=long_topic, **{"schema.type": "int64"})).load()
+    assert sorted(r.value for r in given.collect()) == [-3, 2**40]
     local = long_topic.partition("://")[2]
     request = urllib.request.Request(
         f"{standalone.web_url}/admin/v2/schemas/{local}/schema", method="POST",
