@@ -10,11 +10,12 @@ can replace (the default asks the filesystem with shutil.disk_usage).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import shutil
 from collections.abc import Awaitable, Callable, Sequence
+
+from pulsar_common.metadata import tasks
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,4 @@ class DiskMonitor:
     async def stop(self) -> None:
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await tasks.cancel_and_wait(task)
