@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import urllib.parse
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,8 +40,8 @@ BYTES = TopicSchema("bytes")
 
 
 def schemas_path(topic: str) -> str:
-    tenant, namespace, local = topic.partition("://")[2].split("/", 2)
-    return f"/admin/v2/schemas/{tenant}/{namespace}/{urllib.parse.quote(local, safe='')}/schemas"
+    tenant_namespace_topic = admin.topic_path(topic).split("/", 1)[1]  # no domain here
+    return f"/admin/v2/schemas/{tenant_namespace_topic}/schemas"
 
 
 def of_topic(client: admin.AdminClient, topic: str) -> TopicSchema:
