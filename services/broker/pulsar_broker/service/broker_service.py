@@ -19,6 +19,7 @@ from pulsar_common import naming
 from pulsar_broker import config as broker_config
 from pulsar_broker import errors, resources
 from pulsar_broker.managed_ledger import api as ml
+from pulsar_broker.namespace import bundles as namespace_bundles
 from pulsar_broker.namespace.bundles import NamespaceBundle
 from pulsar_broker.namespace.ownership import BrokerUrls
 from pulsar_broker.namespace.service import NamespaceService
@@ -204,27 +205,15 @@ class BrokerService:
         await self.namespaces.release(bundle)
 
     async def _unload_topics_of(self, bundles: list[NamespaceBundle]) -> None:
-        wanted = set(bundles)
-        namespaces = {b.namespace for b in wanted}
         for topic in self.loaded_topics:
-            if topic.name.namespace_name not in namespaces:
-                continue
-            try:
-                inside = await self.namespaces.bundle_of(topic.name) in wanted
-            except errors.NotFoundError:
-                inside = True  # The namespace is gone: nothing of it stays loaded.
-            if inside:
+            if any(_falls_into(topic.name, bundle) for bundle in bundles):
                 await self.unload_topic(topic.name)
 
     async def topics_of_bundle(self, bundle: NamespaceBundle) -> list[naming.TopicName]:
         """Stored topics (and partitions) of the namespace that fall into bundle."""
-        names = await self.topics_of_namespace(bundle.namespace)
-        result = []
-        for text in names:
-            name = naming.TopicName.parse(text)
-            if await self.namespaces.bundle_of(name) == bundle:
-                result.append(name)
-        return result
+        names = [naming.TopicName.parse(text)
+                 for text in await self.topics_of_namespace(bundle.namespace)]
+        return [name for name in names if _falls_into(name, bundle)]
 
     async def topics_of_namespace(self, ns: naming.NamespaceName, mode: str = "PERSISTENT",
                                   pattern: str | None = None) -> list[str]:
@@ -253,6 +242,13 @@ class BrokerService:
         self._topics.clear()
         await self.ledger_factory.shutdown()
         await self.namespaces.close()
+
+
+def _falls_into(topic: naming.TopicName, bundle: NamespaceBundle) -> bool:
+    """Whether topic belongs to bundle: its namespace's, holding the topic's hash (no
+    policies read: a namespace's bundle boundaries never change)."""
+    return (topic.namespace_name == bundle.namespace
+            and bundle.holds(namespace_bundles.topic_hash(topic)))
 
 
 def broker_version() -> str:
