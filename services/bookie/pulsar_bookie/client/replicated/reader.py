@@ -40,6 +40,10 @@ class ReplicatedReadHandle:
         return self._metadata
 
     @property
+    def pool(self) -> bookie_rpc.BookieRpcPool:
+        return self._pool
+
+    @property
     def last_add_confirmed(self) -> types.EntryId:
         return self._lac
 

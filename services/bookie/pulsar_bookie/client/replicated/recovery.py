@@ -73,7 +73,7 @@ async def fence(handle: ReplicatedReadHandle, settings: ClientSettings) -> types
     for attempt in range(settings.recovery_read_retry_max):
         missing = [i for i in range(len(ensemble)) if i not in replied]
         answers = await asyncio.gather(
-            *(asyncio.wait_for(pool_of(handle).get(ensemble[i]).fence_ledger(
+            *(asyncio.wait_for(handle.pool.get(ensemble[i]).fence_ledger(
                 metadata.ledger_id, metadata.password), timeout_s) for i in missing),
             return_exceptions=True)
         for index, answer in zip(missing, answers):
@@ -88,10 +88,6 @@ async def fence(handle: ReplicatedReadHandle, settings: ClientSettings) -> types
         await asyncio.sleep(min(0.05 * (attempt + 1), 1.0))
     raise errors.BookieUnavailableError(
         f"ledger {metadata.ledger_id}: could not fence enough bookies of {ensemble}")
-
-
-def pool_of(handle: ReplicatedReadHandle) -> bookie_rpc.BookieRpcPool:
-    return handle._pool
 
 
 async def recover_tail(handle: ReplicatedReadHandle, lac: types.EntryId,
@@ -116,7 +112,7 @@ async def recovery_read(handle: ReplicatedReadHandle, entry_id: int,
     for attempt in range(settings.recovery_read_retry_max):
         asking = [b for b in bookies if b not in no_such]
         answers = await asyncio.gather(
-            *(asyncio.wait_for(pool_of(handle).get(b).read_entry(
+            *(asyncio.wait_for(handle.pool.get(b).read_entry(
                 metadata.ledger_id, types.EntryId(entry_id), fence=True,
                 master_key=metadata.password), timeout_s) for b in asking),
             return_exceptions=True)
@@ -143,7 +139,7 @@ async def rewrite(handle: ReplicatedReadHandle, stored: storage_api.StoredEntry,
     for attempt in range(settings.recovery_read_retry_max):
         asking = [b for b in bookies if b not in confirmed]
         answers = await asyncio.gather(
-            *(asyncio.wait_for(pool_of(handle).get(b).add_entry(
+            *(asyncio.wait_for(handle.pool.get(b).add_entry(
                 metadata.ledger_id, stored.entry_id, stored.last_add_confirmed,
                 stored.payload, metadata.password, recovery=True), timeout_s)
               for b in asking),
