@@ -11,16 +11,14 @@ import dataclasses
 from pulsar_common import config, errors
 from pulsar_common.config import setting
 
+from pulsar_broker.schema import compatibility
+
 ONE_MB = 1024 * 1024
 
 #: What a broker does when a topic's backlog exceeds its quota (Apache's RetentionPolicy).
 BACKLOG_QUOTA_POLICIES = ("producer_request_hold", "producer_exception",
                           "consumer_backlog_eviction")
 
-#: Values of schemaCompatibilityStrategy (Apache's SchemaCompatibilityStrategy, UNDEFINED aside).
-SCHEMA_COMPATIBILITY_STRATEGIES = ("ALWAYS_INCOMPATIBLE", "ALWAYS_COMPATIBLE", "BACKWARD",
-                                   "FORWARD", "FULL", "BACKWARD_TRANSITIVE",
-                                   "FORWARD_TRANSITIVE", "FULL_TRANSITIVE")
 
 @dataclasses.dataclass(frozen=True)
 class BrokerConfig:
@@ -139,9 +137,9 @@ def _validate(conf: BrokerConfig) -> None:
             f"backlogQuotaDefaultRetentionPolicy must be one of {', '.join(BACKLOG_QUOTA_POLICIES)}")
     if conf.backlog_quota_check_interval_in_seconds <= 0:
         raise errors.ConfigError("backlogQuotaCheckIntervalInSeconds must be positive")
-    if conf.schema_compatibility_strategy.upper() not in SCHEMA_COMPATIBILITY_STRATEGIES:
+    if conf.schema_compatibility_strategy.upper() not in compatibility.STRATEGIES:
         raise errors.ConfigError("schemaCompatibilityStrategy must be one of "
-                                 f"{', '.join(SCHEMA_COMPATIBILITY_STRATEGIES)}")
+                                 f"{', '.join(compatibility.STRATEGIES)}")
     if conf.delayed_delivery_tick_time_millis <= 0:
         raise errors.ConfigError("delayedDeliveryTickTimeMillis must be positive")
     if conf.message_expiry_check_interval_in_minutes <= 0:

@@ -17,6 +17,7 @@ from pulsar_common import naming
 from pulsar_broker import config as broker_config
 from pulsar_broker import errors, resources
 from pulsar_broker.config import BrokerConfig
+from pulsar_broker.schema import compatibility
 from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.web import rest
 
@@ -25,10 +26,7 @@ routes = web.RouteTableDef()
 NS = "/admin/v2/namespaces/{tenant}/{namespace}"
 
 TOPIC_TYPES = ("partitioned", "non-partitioned")
-COMPATIBILITY_STRATEGIES = (
-    "UNDEFINED", "ALWAYS_INCOMPATIBLE", "ALWAYS_COMPATIBLE", "BACKWARD", "FORWARD", "FULL",
-    "BACKWARD_TRANSITIVE", "FORWARD_TRANSITIVE", "FULL_TRANSITIVE",
-)
+COMPATIBILITY_STRATEGIES = ("UNDEFINED", *compatibility.STRATEGIES)
 BACKLOG_QUOTA_TYPES = ("destination_storage", "message_age")
 
 
