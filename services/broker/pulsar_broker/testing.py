@@ -128,6 +128,21 @@ def receive_all(consumer: pulsar.Consumer, count: int, timeout_ms: int = 10_000,
     return messages
 
 
+def read_topic(service_url: str, topic: str, timeout_ms: int = 30_000) -> list[bytes]:
+    """Every message stored on topic, from the earliest, read by a fresh official client."""
+    import pulsar
+
+    client = pulsar.Client(service_url, operation_timeout_seconds=30)
+    try:
+        reader = client.create_reader(topic, pulsar.MessageId.earliest)
+        found = []
+        while reader.has_message_available():
+            found.append(reader.read_next(timeout_ms).data())
+        return found
+    finally:
+        client.close()
+
+
 def nothing_more(consumer: pulsar.Consumer, timeout_ms: int = 300) -> bool:
     """True when no message arrives within timeout_ms."""
     import pulsar

@@ -7,8 +7,7 @@ import uuid
 
 import pulsar
 import pytest
-
-from pulsar_broker.testing import StandaloneProcess, close_after_broker_death
+from pulsar_broker.testing import StandaloneProcess, close_after_broker_death, read_topic
 
 
 @pytest.fixture
@@ -17,16 +16,6 @@ def dedup_node(tmp_path):
                                                  "brokerDeduplicationEnabled": "true"}).start()
     yield node
     node.stop()
-
-
-def _stored(service_url: str, topic: str) -> list[bytes]:
-    client = pulsar.Client(service_url, operation_timeout_seconds=30)
-    reader = client.create_reader(topic, pulsar.MessageId.earliest)
-    found = []
-    while reader.has_message_available():
-        found.append(reader.read_next(10_000).data())
-    client.close()
-    return found
 
 
 def test_resent_sequence_ids_are_acknowledged_but_stored_once(dedup_node):
@@ -39,7 +28,7 @@ def test_resent_sequence_ids_are_acknowledged_but_stored_once(dedup_node):
     assert (duplicate.ledger_id(), duplicate.entry_id()) == (-1, -1)
     producer.send(b"m5", sequence_id=5)
     client.close()
-    assert _stored(dedup_node.service_url, topic) == [b"m0", b"m1", b"m2", b"m3", b"m4", b"m5"]
+    assert read_topic(dedup_node.service_url, topic) == [b"m0", b"m1", b"m2", b"m3", b"m4", b"m5"]
 
 
 def test_a_producer_reconnecting_under_its_name_learns_its_last_sequence_id(dedup_node):
@@ -69,4 +58,4 @@ def test_deduplication_state_survives_sigkill(dedup_node):
     resent = producer.send(b"m7 again", sequence_id=7)
     assert (resent.ledger_id(), resent.entry_id()) == (-1, -1)
     client.close()
-    assert _stored(dedup_node.service_url, topic) == [b"m%d" % i for i in range(10)]
+    assert read_topic(dedup_node.service_url, topic) == [b"m%d" % i for i in range(10)]
