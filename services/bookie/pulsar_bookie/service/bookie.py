@@ -271,6 +271,7 @@ class BookieService(http.BookieAdmin):
         readings.update({
             "bookie_add_entry": stats.adds,
             "bookie_journal_sync": stats.journal_fsyncs,
+            "bookie_journal_sync_seconds": stats.journal_fsync_seconds,
             "bookie_journal_batches": stats.journal_batches,
             "bookie_journal_bytes": stats.journal_bytes,
             "bookie_read_cache_hits": stats.read_cache_hits,

@@ -131,6 +131,8 @@ class BookieMetrics:
 _COUNTERS = {
     "bookie_add_entry": "Entries added to this bookie's storage",
     "bookie_journal_sync": "fdatasync calls of the journals (group commits)",
+    "bookie_journal_sync_seconds": "Seconds spent in journal fdatasync (/ bookie_journal_sync: "
+                                   "mean sync latency)",
     "bookie_journal_batches": "Journal batches written",
     "bookie_journal_bytes": "Bytes written to the journals",
     "bookie_read_cache_hits": "Reads served by the read-ahead cache",

@@ -63,6 +63,7 @@ class EngineStats:
     journal_records: int
     journal_batches: int
     journal_fsyncs: int
+    journal_fsync_seconds: float
     journal_bytes: int
     flushes: int
     flushed_entries: int
@@ -524,6 +525,7 @@ class LedgerStorageEngine(api.LedgerStorage):
             journal_records=sum(j.stats.records for j in self._journals),
             journal_batches=sum(j.stats.batches for j in self._journals),
             journal_fsyncs=sum(j.stats.fsyncs for j in self._journals),
+            journal_fsync_seconds=sum(j.stats.fsync_seconds for j in self._journals),
             journal_bytes=sum(j.stats.bytes for j in self._journals),
             flushes=self._flushes,
             flushed_entries=self._flushed_entries,

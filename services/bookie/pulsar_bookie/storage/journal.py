@@ -72,6 +72,8 @@ class JournalStats:
     records: int = 0
     batches: int = 0
     fsyncs: int = 0
+    #: Time spent in fdatasync, summed (divided by fsyncs: the mean sync latency).
+    fsync_seconds: float = 0.0
     bytes: int = 0
 
 
@@ -364,7 +366,9 @@ class Journal:
             written = os.write(self._fd, view)
             view = view[written:]
         if self.settings.sync_data and data:
+            started = time.perf_counter()
             os.fdatasync(self._fd)
+            self.stats.fsync_seconds += time.perf_counter() - started
             self.stats.fsyncs += 1
         self._file_size += len(data)
         self.stats.batches += 1

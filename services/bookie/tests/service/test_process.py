@@ -95,6 +95,7 @@ async def test_http_endpoints_answer_and_sigterm_stops_cleanly(
     assert counts == [20.0]
     assert families["bookie_server_status"].samples[0].value == 1.0
     assert families["bookie_journal_sync"].samples[0].value >= 1.0
+    assert families["bookie_journal_sync_seconds"].samples[0].value > 0.0
     assert "bookie_read_cache_hits" in families
     assert families["bookie_journal_queue_size"].samples[0].value >= 0.0
 
