@@ -209,3 +209,14 @@ def test_admin_operations_on_a_partitioned_topic_reach_every_partitions_broker(t
     assert http_call("DELETE", f"{admin}/subscription/audit") == 204
     assert get_json(f"{admin}/subscriptions") == []
     assert http_call("PUT", f"{admin}/unload") == 204
+
+    # A namespace-wide operation on bundles nobody owns: each bundle's work is done by the
+    # broker its topics get assigned to.
+    assert http_call("PUT", f"{admin}/subscription/again", {"ledgerId": -1, "entryId": -1}) == 204
+    namespace = f"{first.web_url}/admin/v2/namespaces/public/default"
+    assert http_call("PUT", f"{namespace}/unload") == 204
+    assert owned(first) == owned(second) == set()
+    assert http_call("POST", f"{namespace}/clearBacklog/again") == 204
+    assert owned(first) and owned(second)
+    stats = get_json(f"{admin}/partitioned-stats")
+    assert isinstance(stats, dict) and stats["subscriptions"]["again"]["msgBacklog"] == 0

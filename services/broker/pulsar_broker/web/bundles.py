@@ -13,7 +13,9 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
+from pulsar_broker import errors
 from pulsar_broker.namespace.bundles import NamespaceBundle
+from pulsar_broker.namespace.ownership import BrokerUrls
 from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.topics.persistent_topic import PersistentTopic
 from pulsar_broker.web import rest
@@ -31,12 +33,18 @@ async def _every_bundle(request: web.Request, method: str, suffix: str, work: Bu
     ns = rest.namespace_name(request)
     await service.check_namespace(ns)
     for bundle in await service.namespaces.bundles(ns):
+        path = f"/admin/v2/namespaces/{ns}/{bundle.range}{suffix}"
         owner = await service.namespaces.owner_of(bundle)
-        if owner is None or owner == service.namespaces.me:
+        if owner is not None and owner != service.namespaces.me:
+            await service.namespaces.forward(method, owner, path)
+            continue
+        try:
             await work(service, bundle)
-        else:
-            await service.namespaces.forward(method, owner,
-                                             f"/admin/v2/namespaces/{ns}/{bundle.range}{suffix}")
+        except errors.BundleOwnedElsewhereError as exc:
+            # Nobody owned it and loading its topics assigned it to another broker: the
+            # rest of this bundle's work is done there (the operations are idempotent).
+            await service.namespaces.forward(
+                method, BrokerUrls(exc.owner_native_url, exc.owner_http_url), path)
 
 
 async def _one_bundle(request: web.Request, work: BundleWork) -> None:
