@@ -119,8 +119,10 @@ def consume(
             limiter.acquire()
             message = _receive(consumer)
             show(message)
-            consumer.acknowledge(message)
+            # Counted as soon as it is shown, so Ctrl-C during the acknowledgement still
+            # reports every message the user saw.
             consumed += 1
+            consumer.acknowledge(message)
     except KeyboardInterrupt:
         pass
     return consumed
