@@ -141,8 +141,7 @@ def execute(query: str, used: list[Any], base: dict[str, str],
 
     conf = {"spark.sql.ansi.doubleQuotedIdentifiers": "true", **_pairs(args.conf, "--conf")}
     spark = session.local_session(args.master, conf, progress)
-    tables.register(spark, used, base, per_topic)
-    df = spark.sql(query)
+    df = tables.query(spark, query, used, base, per_topic)
     columns = df.columns
     if args.output == "table":
         rows = df.limit(args.max_rows + 1).collect()

@@ -54,8 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     known = tables.tables_of(admin.AdminClient(base["admin.url"]),
                              args.namespaces or ["public/default"])
     query, used = tables.rewrite(args.query, known)
-    tables.register(spark, used, base, {})
-    spark.sql(query).write.mode(args.mode).format(args.format).save(args.output)
+    tables.query(spark, query, used, base, {}).write.mode(args.mode).format(args.format).save(args.output)
     return 0
 
 

@@ -10,6 +10,7 @@ The first three (Pulsar SQL's style) are rewritten to the view name before
 Spark parses the query; only names of existing topics of the given namespaces
 are rewritten. Only the topics a query mentions are registered, so a query
 costs one plan per topic it names, not one per topic of the namespace.
+`query` registers them with only the columns the query uses (`pruning`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pulsar_spark import admin, catalog
+from pyspark.errors import AnalysisException
+
+from pulsar_spark import admin, catalog, pruning
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,11 +72,44 @@ def rewrite(query: str, tables: Sequence[Table]) -> tuple[str, list[Table]]:
 
 
 def register(spark: Any, tables: Sequence[Table], base_options: Mapping[str, str],
-             topic_options: Mapping[str, Mapping[str, str]]) -> None:
-    """A temporary view (and short alias) per table, reading with the given options."""
+             topic_options: Mapping[str, Mapping[str, str]],
+             schemas: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A temporary view (and short alias) per table, reading with the given options.
+
+    `schemas` gives some topics a reader schema (a subset of their columns).
+    Returns each topic's DataFrame schema.
+    """
+    registered = {}
     for table in tables:
         options = {**base_options, **topic_options.get(table.topic, {}), "topic": table.topic}
-        df = spark.read.format("pulsar").options(**options).load()
+        reader = spark.read.format("pulsar").options(**options)
+        if schemas and table.topic in schemas:
+            reader = reader.schema(schemas[table.topic])
+        df = reader.load()
+        registered[table.topic] = df.schema
         df.createOrReplaceTempView(f"`{table.view}`")
         if table.short:
             df.createOrReplaceTempView(table.short)
+    return registered
+
+
+def query(spark: Any, sql: str, tables: Sequence[Table], base_options: Mapping[str, str],
+          topic_options: Mapping[str, Mapping[str, str]]) -> Any:
+    """The DataFrame of `sql` (names already rewritten), each table read only for the columns
+    the query uses."""
+    full = register(spark, tables, base_options, topic_options)
+    df = spark.sql(sql)
+    kept = pruning.narrowed(pruning.needed_columns(df),
+                            {topic: schema.names for topic, schema in full.items()})
+    if not kept:
+        return df
+    narrowed = {topic: type(full[topic])([f for f in full[topic].fields if f.name in names])
+                for topic, names in kept.items()}
+    register(spark, [t for t in tables if t.topic in kept], base_options, topic_options, narrowed)
+    try:
+        return spark.sql(sql)
+    except AnalysisException:
+        # Pruning only keeps what the analyzed plan references; should a query still need a
+        # column left out, it runs over the full tables rather than fail.
+        register(spark, [t for t in tables if t.topic in kept], base_options, topic_options)
+        return spark.sql(sql)

@@ -1,0 +1,81 @@
+"""Column pruning of SQL over topics (`tables.query`, used by `pulsar sql` and the job).
+
+Each query runs over views narrowed to the columns it uses; the answer must
+be the one the full tables give, and the views must hold only those columns.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pulsar_spark import pruning, tables
+
+SCHEMA = json.dumps({"type": "record", "name": "Reading", "fields": [
+    {"name": "id", "type": "long"}, {"name": "sensor", "type": "string"},
+    {"name": "value", "type": "double"}]})
+
+
+@pytest.fixture
+def readings(spark: Any, options_for: Any, client: Any, topic: str) -> dict[str, Any]:
+    producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=7)
+    for i in range(40):
+        producer.send_async(json.dumps({"id": i, "sensor": f"s{i % 3}", "value": i / 2}).encode(),
+                            None, partition_key=f"k{i % 4}")
+    producer.flush()
+    producer.close()
+    table = tables.Table(topic, topic.partition("://")[2], "readings")
+    options = options_for(schema=SCHEMA, **{"schema.type": "json"})
+    return {"table": table, "options": options}
+
+
+def _run(spark: Any, readings: dict[str, Any], sql: str) -> tuple[list[Any], list[str]]:
+    """(the rows of `sql` over pruned views, the columns the view was left with)."""
+    df = tables.query(spark, sql, [readings["table"]], readings["options"], {})
+    rows = sorted(tuple(r) for r in df.collect())
+    return rows, spark.table("readings").columns
+
+
+def _full(spark: Any, readings: dict[str, Any], sql: str) -> list[Any]:
+    tables.register(spark, [readings["table"]], readings["options"], {})
+    return sorted(tuple(r) for r in spark.sql(sql).collect())
+
+
+@pytest.mark.parametrize(("sql", "columns"), [
+    ("SELECT count(*), avg(value) FROM readings", ["value"]),
+    ("SELECT count(*) FROM readings", [pruning.PLACEHOLDER_COLUMN]),
+    ("SELECT sensor, max(id) FROM readings WHERE __key = 'k1' GROUP BY sensor",
+     ["id", "sensor", "__key"]),
+    # Columns a subquery names stay, even those the optimizer would drop.
+    ("SELECT a FROM (SELECT id AS a, sensor FROM readings) WHERE a > 30", ["id", "sensor"]),
+    # A subquery in an expression reads the same view: its columns count too.
+    ("SELECT id FROM readings WHERE id IN (SELECT id FROM readings WHERE sensor = 's1')",
+     ["id", "sensor"]),
+    ("SELECT id FROM readings UNION ALL SELECT id + 100 FROM readings", ["id"]),
+])
+def test_a_query_reads_only_the_columns_it_uses_and_gets_the_full_answer(
+        spark, readings, sql, columns):
+    rows, kept = _run(spark, readings, sql)
+    assert kept == columns
+    assert rows == _full(spark, readings, sql)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM readings",
+    "TABLE readings",
+    "SELECT a.id FROM readings a JOIN readings b ON a.id = b.id + 1",
+    "TABLE readings UNION ALL TABLE readings",
+])
+def test_queries_whose_columns_are_not_certain_keep_every_column(spark, readings, sql):
+    rows, kept = _run(spark, readings, sql)
+    assert "__properties" in kept and len(kept) == 12
+    assert rows == _full(spark, readings, sql)
+
+
+def test_publish_time_pushdown_still_applies_to_a_pruned_read(spark, readings):
+    sql = ("SELECT count(*) FROM readings "
+           "WHERE __publish_time >= TIMESTAMP '2000-01-01 00:00:00'")
+    rows, kept = _run(spark, readings, sql)
+    assert kept == ["__publish_time"]
+    assert rows == [(40,)]
