@@ -8,14 +8,16 @@ cost the JVM about twice the CPU of one). A reader given a schema
 does not decode payloads at all.
 
 For a SQL text, `pulsar sql` and the Kubernetes job therefore plan the query
-once over the full tables, read from Spark's analyzed plan which columns
-each topic's relation feeds into, register the tables again with just those
-columns, and run the query. A relation counts as pruned only where that is
-certain: when, above it (past view and alias wrappers and filters), the
-first operator is a projection or an aggregation, which use exactly the
-columns they reference. Under anything else (a join, a union, `TABLE t`)
-the relation keeps all its columns. Subqueries in expressions are walked
-too, as their relations read the same views.
+once over the full tables, read from Spark's analyzed plan which columns of
+each topic's relation the query uses, register the tables again with just
+those columns, and run the query. The plan is walked from the top, carrying
+the columns needed: a projection or an aggregation needs exactly the columns
+it references; row-wise operators (filters, joins, sorts, limits, windows,
+view and alias wrappers) need what is needed above them plus what they
+reference; under any other operator (a union, DISTINCT over a whole table)
+a relation keeps every column (so does one in a WITH clause's definition,
+which other parts of the query may read under other names). Subqueries in
+expressions are walked too, as their relations read the same views.
 """
 
 from __future__ import annotations
@@ -23,10 +25,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-#: Operators that pass their child's columns through unchanged.
-_TRANSPARENT = frozenset({"SubqueryAlias", "View"})
 #: Operators whose columns are exactly the ones their expressions reference.
 _CONSUMERS = frozenset({"Project", "Aggregate"})
+#: Operators that keep their children's rows' columns as they are, needing in addition only
+#: the columns they reference.
+_ROW_WISE = frozenset({"SubqueryAlias", "View", "Filter", "Join", "Sort", "GlobalLimit",
+                       "LocalLimit", "Offset", "Sample", "Window", "Repartition",
+                       "RepartitionByExpression", "ResolvedHint"})
 _RELATION = "DataSourceV2Relation"
 #: The column kept when a query needs none (count(*)): a constant per partition, never decoded.
 PLACEHOLDER_COLUMN = "__partition"
@@ -35,14 +40,14 @@ PLACEHOLDER_COLUMN = "__partition"
 def needed_columns(df: Any) -> dict[str, frozenset[str] | None]:
     """Per topic read by `df`: the columns its plan uses (None: all of them)."""
     found: dict[str, frozenset[str] | None] = {}
-    plan = df._jdf.queryExecution().analyzed()
-    for relation, ancestors in _relations(plan, []):
+    for relation, needed in _relations(df._jdf.queryExecution().analyzed(), None):
         topic = relation.options().get("topic")
         if topic is None or relation.table().name() != "pulsar":
             continue
-        used = _used_by_ancestors(relation, ancestors)
+        names = [a.name() for a in _seq(relation.output())
+                 if needed is None or a.exprId().id() in needed]
         known = found.get(topic, frozenset())
-        found[topic] = None if used is None or known is None else known | used
+        found[topic] = None if needed is None or known is None else known | frozenset(names)
     return found
 
 
@@ -60,30 +65,24 @@ def narrowed(needed: Mapping[str, frozenset[str] | None], columns: Mapping[str, 
     return result
 
 
-def _relations(node: Any, ancestors: list[Any]) -> Iterator[tuple[Any, list[Any]]]:
-    if node.getClass().getSimpleName() == _RELATION:
-        yield node, ancestors
+def _relations(node: Any, needed: frozenset[int] | None) \
+        -> Iterator[tuple[Any, frozenset[int] | None]]:
+    """Each relation under `node`, with the ids of its columns used (None: all), given the
+    ids of `node`'s columns used above it."""
+    kind = node.getClass().getSimpleName()
+    if kind == _RELATION:
+        yield node, needed
         return
+    referenced = frozenset(a.exprId().id() for a in _seq(node.references().toSeq()))
+    below: frozenset[int] | None = None
+    if kind in _CONSUMERS:
+        below = referenced
+    elif kind in _ROW_WISE and needed is not None:
+        below = needed | referenced
     for child in _seq(node.children()):
-        yield from _relations(child, [node, *ancestors])
+        yield from _relations(child, below)
     for subquery in _seq(node.subqueries()):
-        yield from _relations(subquery, [])
-
-
-def _used_by_ancestors(relation: Any, ancestors: list[Any]) -> frozenset[str] | None:
-    ids = {attribute.exprId().id(): attribute.name() for attribute in _seq(relation.output())}
-    used: set[str] = set()
-    for node in ancestors:
-        kind = node.getClass().getSimpleName()
-        if kind in _TRANSPARENT:
-            continue
-        used.update(ids[a.exprId().id()] for a in _seq(node.references().toSeq())
-                    if a.exprId().id() in ids)
-        if kind in _CONSUMERS:
-            return frozenset(used)
-        if kind != "Filter":
-            return None
-    return None  # the relation's rows are the query's result: every column is shown
+        yield from _relations(subquery, None)
 
 
 def _seq(scala_seq: Any) -> list[Any]:
