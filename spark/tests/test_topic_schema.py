@@ -42,7 +42,7 @@ def test_json_string_and_primitive_topics(spark, options_for, client, topic, sta
     client.create_producer(json_topic, schema=JsonSchema(Trade)).send(
         Trade(symbol="J", price=1.5))
     client.create_producer(string_topic, schema=StringSchema()).send("héllo")
-    load = lambda t: spark.read.format("pulsar").options(**options_for(topic=t)).load()  # noqa: E731
+    load = lambda t: spark.read.format("pulsar").options(**options_for(topic=t)).load()
     assert [(r.symbol, r.price) for r in load(json_topic).collect()] == [("J", 1.5)]
     strings = load(string_topic)
     assert dict(strings.dtypes)["value"] == "string"
