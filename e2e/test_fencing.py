@@ -7,13 +7,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
 from pulsar_bookie import errors
 from pulsar_bookie.client.replicated import client as replicated
 from pulsar_bookie.net import client as bookie_net
-from pulsar_common.metadata import factory
-
 from pulsar_broker import cluster_broker, local_cluster
+from pulsar_common.metadata import factory
 
 
 @pytest.fixture
@@ -24,6 +22,27 @@ def bookies_only(tmp_path):
     cluster.start()
     yield cluster
     cluster.stop()
+
+
+#: How long the writers get to have entries acknowledged before the race (a loaded machine).
+ACKNOWLEDGED_TIMEOUT_S = 60.0
+
+
+async def wait_for_acknowledged(acknowledged: set[int], count: int,
+                                writing: list[asyncio.Future[None]],
+                                refused: list[BaseException]) -> None:
+    """Until count adds are acknowledged; fails at the deadline, or at once when every writer
+    stopped (a writer crashed, or the adds were refused before any fencing)."""
+    deadline = asyncio.get_running_loop().time() + ACKNOWLEDGED_TIMEOUT_S
+    while len(acknowledged) < count:
+        if all(w.done() for w in writing):
+            await asyncio.gather(*writing)  # raises a writer's unexpected error, if any
+            raise AssertionError(f"writers stopped after {len(acknowledged)} acknowledged adds "
+                                 f"of {count}; refused: {refused[:3]}")
+        assert asyncio.get_running_loop().time() < deadline, (
+            f"only {len(acknowledged)} of {count} adds acknowledged after "
+            f"{ACKNOWLEDGED_TIMEOUT_S}s; refused: {refused[:3]}")
+        await asyncio.sleep(0.01)
 
 
 async def race(metadata_url: str) -> None:
@@ -53,8 +72,7 @@ async def race(metadata_url: str) -> None:
                 acked_after_recovery.append(entry_id)
 
     writing = [asyncio.ensure_future(keep_writing()) for _ in range(4)]
-    while len(acknowledged) < 200:
-        await asyncio.sleep(0.01)
+    await wait_for_acknowledged(acknowledged, 200, writing, refused)
     handle = await new.open_ledger(writer.ledger_id, recovery=True, password=b"secret")
     recovered.set()
     await asyncio.wait_for(asyncio.gather(*writing), 60)

@@ -1,17 +1,25 @@
-"""Start a real `pulsar standalone` process on free ports, for tests and benchmarks."""
+"""Start a real `pulsar standalone` process on free ports, for tests and benchmarks; and the
+in-process parts of one broker's storage (bookie engine, RocksDB metadata, managed-ledger
+factory) that managed-ledger and dispatcher tests share."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pathlib
 import subprocess
 import sys
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from pulsar_common import testing
 
 if TYPE_CHECKING:
     import pulsar
+    from pulsar_bookie.client import local
+    from pulsar_bookie.storage import engine
+    from pulsar_common.metadata import rocksdb
+
+    from pulsar_broker.managed_ledger import clock, factory
 
 
 class ServiceProcess:
@@ -167,3 +175,75 @@ def close_after_broker_death(client: pulsar.Client) -> None:
         client.close()
     except pulsar.NotConnected:
         pass
+
+
+#: The bookie id of the in-process bookie engine of a ManagedLedgerStack.
+STACK_BOOKIE_ID = "127.0.0.1:3181"
+
+#: Test defaults: no minimum ledger age, cursors persisted on every acknowledgement.
+STACK_ML_CONFIG: dict[str, Any] = {
+    "min_ledger_rollover_time_minutes": 0,
+    "cursor_position_flush_seconds": 0,
+    "cache_size_mb": 1,
+}
+
+
+@dataclasses.dataclass
+class ManagedLedgerStack:
+    """One broker's worth of in-process storage under root: a bookie engine, a RocksDB
+    metadata store, the local ledger client and a managed-ledger factory over them."""
+
+    root: pathlib.Path
+    clock: clock.ManualClock
+    storage: engine.LedgerStorageEngine
+    store: rocksdb.RocksdbMetadataStore
+    client: local.LocalLedgerClient
+    factory: factory.ManagedLedgerFactoryImpl
+    stopped: bool = False
+
+    async def stop(self, *, clean: bool = True) -> None:
+        """Stop everything; without clean, managed ledgers are abandoned as in a crash."""
+        if self.stopped:
+            return
+        self.stopped = True
+        if clean:
+            await self.factory.shutdown()
+        await self.client.close()
+        await self.store.close()
+        await self.storage.close()
+
+
+async def start_managed_ledger_stack(
+    root: pathlib.Path, manual_clock: clock.ManualClock, **overrides: Any
+) -> ManagedLedgerStack:
+    """Start a ManagedLedgerStack over root (reopening what is there); overrides are
+    ManagedLedgerConfig fields on top of STACK_ML_CONFIG. No background maintenance runs."""
+    # Imported here: `pulsar local-cluster` imports this module for the process launchers.
+    from pulsar_bookie import config as bookie_config
+    from pulsar_bookie import types as bookie_types
+    from pulsar_bookie.client import local
+    from pulsar_bookie.storage import engine
+    from pulsar_common.metadata import rocksdb
+
+    from pulsar_broker.managed_ledger import config as ml_config
+    from pulsar_broker.managed_ledger import factory
+
+    bookie_id = bookie_types.BookieId(STACK_BOOKIE_ID)
+    storage = engine.LedgerStorageEngine(
+        bookie_config.BookieConfig(
+            journalDirectory=str(root / "journal"),
+            ledgerDirectories=(str(root / "ledgers"),),
+            bookieId=bookie_id,
+            dbStorage_writeCacheMaxSizeMb=4,
+            flushInterval=3600_000,
+            gcWaitTime=3600_000,
+        )
+    )
+    await storage.start()
+    store = await rocksdb.RocksdbMetadataStore.open(str(root / "metadata"))
+    client = local.LocalLedgerClient(storage, store, bookie_id, now_ms=manual_clock)
+    managed_config = ml_config.ManagedLedgerConfig(**{**STACK_ML_CONFIG, **overrides})
+    ml_factory = factory.ManagedLedgerFactoryImpl(
+        store, client, managed_config, now_ms=manual_clock, maintenance_interval_s=None
+    )
+    return ManagedLedgerStack(root, manual_clock, storage, store, client, ml_factory)

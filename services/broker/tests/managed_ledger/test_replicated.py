@@ -10,30 +10,15 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from pulsar_bookie.client.replicated import client as replicated_client
-from pulsar_bookie.client.replicated import placement
 from pulsar_bookie.net import client as net_client
-from pulsar_bookie.service import registration
 from pulsar_bookie.service import testing as bookie_testing
+from pulsar_broker import cluster_broker
 from pulsar_broker.managed_ledger import api, clock, config, factory
 from pulsar_common import testing
-from pulsar_common.metadata import api as metadata_api
 from pulsar_common.metadata import rocksdb
 
 NAME = "public/default/persistent/replicated"
 QUORUMS = {"ensemble_size": 3, "write_quorum": 2, "ack_quorum": 2}
-
-
-class RegisteredBookies:
-    """The writable bookies registered in the metadata store, as the client's BookieSource."""
-
-    def __init__(self, store: metadata_api.MetadataStore):
-        self._store = store
-
-    async def bookies(self) -> list[placement.BookieInfo]:
-        return [
-            placement.BookieInfo(info.bookie_id, info.rack)
-            for info in await registration.writable_bookies(self._store)
-        ]
 
 
 @contextlib.asynccontextmanager
@@ -46,7 +31,8 @@ async def broker_side(
     """
     store = await rocksdb.RocksdbMetadataStore.open(str(root / "metadata"))
     pool = net_client.BookieClientPool()
-    client = replicated_client.ReplicatedLedgerClient(store, pool, RegisteredBookies(store))
+    client = replicated_client.ReplicatedLedgerClient(
+        store, pool, cluster_broker.RegisteredBookies(store))
     ml_config = config.ManagedLedgerConfig(
         **QUORUMS, min_ledger_rollover_time_minutes=0, cursor_position_flush_seconds=0,
         **overrides,
