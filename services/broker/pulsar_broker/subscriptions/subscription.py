@@ -146,13 +146,18 @@ class Subscription:
         self.dispatcher.wake()
 
     async def reset_cursor(self, position: ml.Position) -> None:
-        """Move the subscription (seek / admin reset) and make consumers reconnect."""
-        self.dispatcher.reset()
-        await self.cursor.reset_cursor(position)
-        self.redelivery_counts.clear()
+        """Move the subscription (seek / admin reset) and make consumers reconnect.
+
+        The consumers are closed before the cursor moves, as Pulsar does: persisting the
+        moved cursor yields, and an acknowledgement they sent before seeing the seek (the
+        client's grouped acks go out on a timer) would otherwise land on the moved cursor
+        and hide entries the seek is meant to replay."""
         for consumer in list(self.consumers):
             consumer.cnx.send_close_consumer(consumer.consumer_id)
             self.dispatcher.remove_consumer(consumer)
+        self.dispatcher.reset()
+        self.redelivery_counts.clear()
+        await self.cursor.reset_cursor(position)
         self.dispatcher.wake()
 
     async def close(self) -> None:
