@@ -11,9 +11,11 @@ the entries that carry them.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -41,14 +43,49 @@ class Chunk:
         return len(self.layout)
 
 
+#: Batch indices whose decimal strings `message_ids` keeps ready; larger batches take the slow path.
+BATCH_INDEX_STRINGS_MAX = 1 << 16
+
+
 def message_ids(chunks: list[Chunk], partition: int) -> pa.Array:
-    """"ledger:entry:partition:batchIndex" (batch index -1 for a non-batched entry)."""
-    prefixes = pa.array([f"{c.ledger_id}:{c.entry_id}:{partition}:" for c in chunks], pa.string())
+    """"ledger:entry:partition:batchIndex" (batch index -1 for a non-batched entry).
+
+    Each id is its entry's prefix followed by its batch index's digits, both
+    cut by one gather from one buffer (the digits of -1, 0, 1, ... then the
+    prefixes), with no Python value per row.
+    """
     counts = np.array([len(c) for c in chunks], np.int64)
     owner = np.repeat(np.arange(len(chunks)), counts)
     index = np.concatenate([np.arange(len(c), dtype=np.int64) if c.batched
                             else np.full(len(c), -1, np.int64) for c in chunks])
-    return pc.binary_join_element_wise(prefixes.take(owner), pa.array(index).cast(pa.string()), "")
+    prefixes = [f"{c.ledger_id}:{c.entry_id}:{partition}:".encode() for c in chunks]
+    highest = int(counts.max()) - 1
+    if highest >= BATCH_INDEX_STRINGS_MAX:
+        return pc.binary_join_element_wise(pa.array(prefixes, pa.string()).take(owner),
+                                           pa.array(index).cast(pa.string()), "")
+    digits, digit_offsets = _index_strings(BATCH_INDEX_STRINGS_MAX)
+    digits_used = int(digit_offsets[highest + 2])  # those of -1 .. highest
+    source = np.frombuffer(digits[:digits_used] + b"".join(prefixes), np.uint8)
+    prefix_lengths = np.array([len(p) for p in prefixes], np.int64)
+    prefix_starts = digits_used + np.cumsum(prefix_lengths) - prefix_lengths
+    slot = index + 1  # -1 is the table's first string
+    starts = np.empty(2 * len(index), np.int64)
+    lengths = np.empty(2 * len(index), np.int64)
+    starts[0::2], lengths[0::2] = prefix_starts[owner], prefix_lengths[owner]
+    starts[1::2], lengths[1::2] = digit_offsets[slot], digit_offsets[slot + 1] - digit_offsets[slot]
+    offsets = np.zeros(len(index) + 1, np.int32)
+    np.cumsum(lengths[0::2] + lengths[1::2], out=offsets[1:])
+    return pa.StringArray.from_buffers(len(index), pa.py_buffer(offsets),
+                                       pa.py_buffer(source[unpack.ranges(starts, lengths)]))
+
+
+@functools.lru_cache(maxsize=1)
+def _index_strings(count: int) -> tuple[bytes, npt.NDArray[np.int64]]:
+    """The decimal strings of -1, 0, 1, ... count - 1 back to back, and their offsets."""
+    texts = [b"-1"] + [str(i).encode() for i in range(count)]
+    offsets = np.zeros(len(texts) + 1, np.int64)
+    np.cumsum([len(t) for t in texts], out=offsets[1:])
+    return b"".join(texts), offsets
 
 
 def metadata_columns(chunks: list[Chunk], topic: str, partition: int,

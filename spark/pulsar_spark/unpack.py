@@ -200,10 +200,21 @@ def scan_spans(data: npt.NDArray[np.uint8], starts: Int64s, ends: Int64s, counts
 
 
 def ranges(starts: Int64s, lengths: Int64s) -> Int64s:
-    """Indices of the ranges [starts[i], starts[i] + lengths[i]), concatenated."""
-    total = int(lengths.sum())
+    """Indices of the ranges [starts[i], starts[i] + lengths[i]), concatenated.
+
+    One array and one cumulative sum: ones, with each range's first slot
+    holding the jump from the previous range's last index (np.repeat slows
+    down several times when the lengths vary, as payload lengths do).
+    """
+    if not (lengths > 0).all():
+        starts, lengths = starts[lengths > 0], lengths[lengths > 0]
+    if not len(lengths):
+        return np.zeros(0, np.int64)
     ends = np.cumsum(lengths)
-    return np.repeat(starts - (ends - lengths), lengths) + np.arange(total, dtype=np.int64)
+    steps = np.ones(int(ends[-1]), np.int64)
+    steps[0] = starts[0]
+    steps[ends[:-1]] = starts[1:] - (starts[:-1] + lengths[:-1] - 1)
+    return np.cumsum(steps, out=steps)
 
 
 def _optional_varint(data: npt.NDArray[np.uint8], pos: Int64s, limit: Int64s,
