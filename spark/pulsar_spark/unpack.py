@@ -159,9 +159,11 @@ def scan_spans(data: npt.NDArray[np.uint8], starts: Int64s, ends: Int64s, counts
     size = len(data)
     if size < 5 or not len(starts):
         return result
-    zeros = np.flatnonzero(data[: size - 4] == 0)
-    heads = zeros[(data[zeros + 1] == 0) & (data[zeros + 2] == 0)
-                  & (data[zeros + 3] != 0) & (data[zeros + 4] == _TAG_PAYLOAD_SIZE)]
+    zeros = np.flatnonzero(data[: size - 2] == 0)
+    # Three zeros in a row: the zero two places on in `zeros` is two bytes on.
+    runs = zeros[:-2][zeros[2:] - zeros[:-2] == 2]
+    runs = runs[runs < size - 4]
+    heads = runs[(data[runs + 3] != 0) & (data[runs + 4] == _TAG_PAYLOAD_SIZE)]
     if not len(heads):
         return result
     heads = heads.astype(np.int64)
@@ -220,7 +222,7 @@ def ranges(starts: Int64s, lengths: Int64s) -> Int64s:
 def _optional_varint(data: npt.NDArray[np.uint8], pos: Int64s, limit: Int64s,
                      tag: int) -> tuple[Int64s, Int64s, Bools]:
     """The field `tag` where it comes next: (value or -1 where absent, new positions, bad)."""
-    present = (pos < limit) & (data[np.minimum(pos, len(data) - 1)] == tag)
+    present = (pos < limit) & (data.take(pos, mode="clip") == tag)
     if not present.any():
         return np.full(len(pos), -1, np.int64), pos, np.zeros(len(pos), np.bool_)
     value, after, bad = _varints(data, np.where(present, pos + 1, 0))  # 0: any readable byte
@@ -234,8 +236,8 @@ def _varints(data: npt.NDArray[np.uint8], pos: Int64s) -> tuple[Int64s, Int64s, 
     """
     last = len(data) - 1
     bad = pos > last
-    byte = data[np.minimum(pos, last)].astype(np.int64)
-    value = byte & 0x7F
+    byte = data.take(pos, mode="clip")  # clipped positions are marked bad
+    value = (byte & 0x7F).astype(np.int64)
     more = byte >= 0x80
     length = np.ones(len(pos), np.int64)
     for shift in range(7, 7 * _VARINT_BYTES_MAX, 7):
@@ -243,8 +245,8 @@ def _varints(data: npt.NDArray[np.uint8], pos: Int64s) -> tuple[Int64s, Int64s, 
             break
         at = pos + length
         bad |= more & (at > last)
-        byte = data[np.minimum(at, last)].astype(np.int64)
-        value = np.where(more, value | ((byte & 0x7F) << shift), value)
+        byte = data.take(at, mode="clip")
+        value |= ((byte & 0x7F) * more).astype(np.int64) << shift
         length += more
         more &= byte >= 0x80
     return value, pos + length, bad | more
