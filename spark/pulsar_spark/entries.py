@@ -22,6 +22,7 @@ from pulsar_bookie.client import ledger_metadata
 from pulsar_bookie.client.replicated import reader as replicated_reader
 from pulsar_bookie.client.replicated import settings as replicated_settings
 from pulsar_bookie.net import client as net_client
+from pulsar_bookie.storage import api as storage_api
 
 from pulsar_spark import errors
 
@@ -86,12 +87,11 @@ class BookieEntrySource:
             metadata, self._pool, self._settings,
             bookie_types.EntryId(ledger.last_readable_entry_id))
         try:
-            entries = await handle.read(first, last)
+            payloads = await read_range(handle, first, last, self._settings)
         except bookie_errors.BookieError as exc:
             raise errors.EntryReadError(
                 f"ledger {ledger.ledger_id}: entries {first}..{last} unreadable from bookies "
                 f"{[list(f.ensemble) for f in metadata.ensembles]}: {exc}") from exc
-        payloads = [entry.payload for entry in entries]
         self.entries_read += len(payloads)
         self.bytes_read += sum(len(p) for p in payloads)
         return payloads
@@ -106,3 +106,47 @@ class BookieEntrySource:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=10)
         self._loop.close()
+
+
+async def read_range(handle: replicated_reader.ReplicatedReadHandle, first: int, last: int,
+                     settings: replicated_settings.ClientSettings) -> list[bytes]:
+    """Entries first..last: each asked of the first bookie of its write set, at once.
+
+    That costs one task per entry, where the handle's read costs three and a
+    timer (~50 us of CPU more per entry, as much as decoding a sixth of its
+    messages). An entry whose bookie fails, or has not answered within the
+    speculative read timeout, is read again by the handle, which tries the
+    write set in turn; a range the handle refuses (past the last confirmed
+    entry) gets its error.
+    """
+    if first < 0 or last < first or last > handle.last_add_confirmed:
+        return [entry.payload for entry in await handle.read(first, last)]
+    payloads: list[bytes] = []
+    for start in range(first, last + 1, settings.read_batch_max):
+        stop = min(start + settings.read_batch_max, last + 1)
+        payloads.extend(await _read_batch(handle, range(start, stop),
+                                          settings.speculative_read_timeout_ms / 1000))
+    return payloads
+
+
+async def _read_batch(handle: replicated_reader.ReplicatedReadHandle, entry_ids: range,
+                      speculative_s: float) -> list[bytes]:
+    password = handle.metadata.password
+    reads = [asyncio.ensure_future(handle.pool.get(handle.write_set_of(e)[0]).read_entry(
+        handle.ledger_id, bookie_types.EntryId(e), master_key=password)) for e in entry_ids]
+    try:
+        await asyncio.wait(reads, timeout=speculative_s)
+    finally:
+        for read in reads:
+            if not read.done():
+                read.cancel()
+    missing = [e for e, read in zip(entry_ids, reads, strict=True) if not _succeeded(read)]
+    again = dict(zip(missing, await asyncio.gather(*(handle.read_entry(e) for e in missing)),
+                     strict=True))
+    return [again[e].payload if e in again else read.result().payload
+            for e, read in zip(entry_ids, reads, strict=True)]
+
+
+def _succeeded(read: asyncio.Future[storage_api.StoredEntry]) -> bool:
+    """Answered with the entry (a failure is retrieved here, so asyncio does not log it)."""
+    return read.done() and not read.cancelled() and read.exception() is None
