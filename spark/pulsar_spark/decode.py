@@ -34,6 +34,8 @@ from pulsar_spark import columns, errors, unpack
 
 #: An entry as read from storage: (ledger id, entry id, stored bytes).
 StoredEntry = tuple[int, int, bytes]
+#: Payloads laid out back to back (a record batch's own buffer is a bytearray).
+Body = bytes | bytearray
 
 METADATA_COLUMNS = columns.METADATA_COLUMNS
 #: Fixed-width primitive payloads (Pulsar's encoding: big-endian) -> numpy dtype.
@@ -42,7 +44,7 @@ PRIMITIVE_DTYPES = {"int8": ">i1", "int16": ">i2", "int32": ">i4", "int64": ">i8
 _SPACE, _NEWLINE, _RETURN = 0x20, 0x0A, 0x0D
 
 
-def gather(body: bytes, chunks: list[columns.Chunk]) \
+def gather(body: Body, chunks: list[columns.Chunk]) \
         -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """(payload bytes of all messages back to back, offsets: message i is [o[i], o[i+1]))."""
     starts = np.concatenate([c.layout.starts for c in chunks])
@@ -52,27 +54,25 @@ def gather(body: bytes, chunks: list[columns.Chunk]) \
     return np.frombuffer(body, np.uint8)[unpack.ranges(starts, lengths)], offsets
 
 
-def json_document(body: bytes, chunks: list[columns.Chunk]) -> bytearray:
-    """The payloads as one stream of JSON values: `body` with the bytes between them blanked.
+def json_document(body: bytearray, chunks: list[columns.Chunk]) -> bytearray:
+    """The payloads as one stream of JSON values: `body` itself, the bytes between them blanked.
 
-    `body` is copied once and the bytes between messages' payloads (record
-    headers, the separators between entries) become spaces; nothing else is
-    looked at. Read as one block, Arrow's JSON reader takes any whitespace
-    between and inside records, so no line breaks are needed: a raw line
-    break inside a payload is whitespace there too, unless it sits inside a
-    string, where the reader rejects it (see `json_lines`).
+    The bytes between messages' payloads (record headers, the separators
+    between entries) become spaces, in place; the payloads stay as they are.
+    Read as one block, Arrow's JSON reader takes any whitespace between and
+    inside records, so no line breaks are needed: a raw line break inside a
+    payload is whitespace there too, unless it sits inside a string, where
+    the reader rejects it (see `json_lines`).
     """
     starts = np.concatenate([c.layout.starts for c in chunks])
     ends = np.concatenate([c.layout.ends for c in chunks])
     gap_starts = np.concatenate([np.zeros(1, np.int64), ends])
     gap_ends = np.concatenate([starts, np.full(1, len(body), np.int64)])
-    gaps = unpack.ranges(gap_starts, gap_ends - gap_starts)
-    document = bytearray(body)
-    np.frombuffer(document, np.uint8)[gaps] = _SPACE
-    return document
+    np.frombuffer(body, np.uint8)[unpack.ranges(gap_starts, gap_ends - gap_starts)] = _SPACE
+    return body
 
 
-def json_lines(body: bytes, chunks: list[columns.Chunk]) -> bytearray:
+def json_lines(body: Body, chunks: list[columns.Chunk]) -> bytearray:
     """The payloads as JSON lines: one line per message, in order.
 
     `body` is copied once; the bytes between messages' payloads (record
@@ -121,11 +121,12 @@ class PayloadDecoder:
             self._millis = {f["name"] for f in definition.get("fields", [])
                             if _logical(f.get("type")) == "timestamp-millis"}
 
-    def arrays(self, body: bytes, chunks: list[columns.Chunk],
+    def arrays(self, body: bytearray, chunks: list[columns.Chunk],
                ids: Callable[[], pa.Array]) -> list[pa.Array]:
         """Payload columns of the messages of `chunks` (in `body`); `ids` names them in errors.
 
         With no payload column asked for, payloads are not decoded at all.
+        The bytes of `body` between payloads may be overwritten.
         """
         if not self.fields:
             return []
@@ -149,7 +150,7 @@ class PayloadDecoder:
         versions = [c.schema_version for c in chunks for _ in range(len(c))]
         return self._record_columns(payloads, null_list, ids().to_pylist(), versions)
 
-    def _primitive_column(self, body: bytes, chunks: list[columns.Chunk],
+    def _primitive_column(self, body: Body, chunks: list[columns.Chunk],
                           nulls: np.ndarray[Any, Any] | None,
                           ids: Callable[[], pa.Array]) -> pa.Array:
         dtype = np.dtype(PRIMITIVE_DTYPES[self.schema_type])
@@ -168,7 +169,7 @@ class PayloadDecoder:
             values = values != 0
         return pa.array(values, mask=None if nulls is None else nulls).cast(self.fields[0].type)
 
-    def _raw_column(self, body: bytes, chunks: list[columns.Chunk],
+    def _raw_column(self, body: Body, chunks: list[columns.Chunk],
                     nulls: np.ndarray[Any, Any] | None) -> pa.Array:
         payload, offsets = gather(body, chunks)
         validity = None if nulls is None else pa.array(~nulls).buffers()[1]
@@ -330,7 +331,9 @@ class EntryDecoder:
 
     def _batch(self, pending: list[_Pending]) -> Iterator[pa.RecordBatch]:
         """The record batch of the pending entries (none if they hold no message)."""
-        body = b"\n".join(p.body for p in pending)  # a separator byte between entries
+        # A separator byte between entries; a bytearray, so that decoding JSON can
+        # blank the record headers in place once the messages are found.
+        body = bytearray(b"\n").join(p.body for p in pending)
         starts = np.cumsum([0] + [len(p.body) + 1 for p in pending]).tolist()
         try:
             chunks = self._chunks(body, pending, starts)
@@ -357,7 +360,7 @@ class EntryDecoder:
                                          schema=self.arrow_schema)
 
     @staticmethod
-    def _chunks(body: bytes, pending: list[_Pending], starts: list[int]) -> list[columns.Chunk]:
+    def _chunks(body: Body, pending: list[_Pending], starts: list[int]) -> list[columns.Chunk]:
         spans = [unpack.Span(start, start + len(p.body), p.metadata.num_messages_in_batch,
                              p.metadata.sequence_id)
                  for p, start in zip(pending, starts, strict=False) if p.batched]

@@ -95,7 +95,7 @@ class Span:
     base_sequence_id: int
 
 
-def unpack_entries(body: bytes, spans: list[Span]) -> list[Layout]:
+def unpack_entries(body: bytes | bytearray, spans: list[Span]) -> list[Layout]:
     """Layouts of batch entries laid out in `body` (positions are in `body`), scanned together."""
     data = np.frombuffer(body, np.uint8)
     bases = [_signed(s.base_sequence_id) for s in spans]
@@ -112,7 +112,7 @@ def unpack_entries(body: bytes, spans: list[Span]) -> list[Layout]:
     return result
 
 
-def walk(body: bytes, count: int, base_sequence_id: int) -> Layout:
+def walk(body: bytes | bytearray, count: int, base_sequence_id: int) -> Layout:
     """Message by message, with the protobuf parser: handles every field."""
     view = memoryview(body)
     starts, ends, sequence_ids, event_times = [], [], [], []

@@ -36,7 +36,7 @@ def test_only_the_bytes_between_payloads_are_blanked():
     pending = [decoder._pending(1, i, _batch_entry(payloads)) for i in range(2)]
     body = b"\n".join(p.body for p in pending)
     chunks = decoder._chunks(body, pending, [0, len(pending[0].body) + 1])
-    document = decode.json_document(body, chunks)
+    document = decode.json_document(bytearray(body), chunks)
     kept = bytearray(b" " * len(body))
     for chunk in chunks:
         for start, end in zip(chunk.layout.starts.tolist(), chunk.layout.ends.tolist(),
