@@ -22,10 +22,10 @@ ENTRIES = 10
 
 
 async def _bookie(base: pathlib.Path) -> tuple[engine.LedgerStorageEngine, server.BookieServer]:
-    storage = engine.LedgerStorageEngine(bookie_config.BookieConfig(**{  # type: ignore[arg-type]
-        "journalDirectory": str(base / "journal"), "ledgerDirectories": (str(base / "ledgers"),),
-        "dbStorage_writeCacheMaxSizeMb": 8, "journalSyncData": False,
-        "flushInterval": 3600_000, "gcWaitTime": 3600_000}))
+    storage = engine.LedgerStorageEngine(bookie_config.BookieConfig(
+        journalDirectory=str(base / "journal"), ledgerDirectories=(str(base / "ledgers"),),
+        dbStorage_writeCacheMaxSizeMb=8, journalSyncData=False,
+        flushInterval=3600_000, gcWaitTime=3600_000))
     await storage.start()
     bookie_server = server.BookieServer(storage)
     await bookie_server.start("127.0.0.1", 0)
@@ -94,8 +94,7 @@ async def test_an_entry_its_first_bookie_lacks_is_read_from_the_other(bookies):
 async def test_a_stopped_bookie_is_read_around(bookies):
     ensemble = _ensemble(bookies)
     await _write(ensemble, set())
-    storage, bookie_server = bookies[0]
-    await bookie_server.stop(grace_s=5)
+    await bookies[0][1].stop(grace_s=5)
     location = _location(ensemble, ENTRIES - 1)
     assert await _read(location, 0, ENTRIES - 1) == [_payload(e) for e in range(ENTRIES)]
 
