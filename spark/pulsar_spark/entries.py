@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
-import threading
 from typing import Protocol
 
 from pulsar_bookie import errors as bookie_errors
@@ -54,17 +53,19 @@ class EntrySource(Protocol):
 
 
 class BookieEntrySource:
-    """EntrySource over the network bookie transport, with its own event loop thread.
+    """EntrySource over the network bookie transport, on an event loop run by the caller's thread.
 
-    Spark calls read() from a plain thread; the loop runs in a daemon thread so
-    connections stay open across the calls of one task.
+    The loop runs only inside calls: submit() starts a read and turns the loop
+    until its requests are on their way; the bookies answer while the caller
+    decodes (the answers wait in the socket buffers), and result() runs the
+    loop until the read is complete. There is no second thread: on small
+    virtual machines a hand-off between two threads costs 70-200 us of CPU,
+    which with a loop thread was paid twice per read, ~40 us per entry.
+    Connections stay open across the calls. Not for concurrent use.
     """
 
     def __init__(self, reads_in_flight_max: int = READS_IN_FLIGHT_MAX) -> None:
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
-                                        name="pulsar-spark-bookies")
-        self._thread.start()
         self._settings = dataclasses.replace(replicated_settings.ClientSettings(),
                                              read_batch_max=reads_in_flight_max)
         self._pool: net_client.BookieClientPool | None = None
@@ -76,8 +77,9 @@ class BookieEntrySource:
 
     def submit(self, ledger: LedgerLocation, first_entry_id: int, last_entry_id: int) \
             -> concurrent.futures.Future[list[bytes]]:
-        return asyncio.run_coroutine_threadsafe(
-            self._read(ledger, first_entry_id, last_entry_id), self._loop)
+        task = self._loop.create_task(self._read(ledger, first_entry_id, last_entry_id))
+        self._loop.run_until_complete(_turns(SUBMIT_LOOP_TURNS))
+        return _LoopRead(self._loop, task)
 
     async def _read(self, ledger: LedgerLocation, first: int, last: int) -> list[bytes]:
         if self._pool is None:
@@ -97,15 +99,51 @@ class BookieEntrySource:
         return payloads
 
     def close(self) -> None:
-        async def shutdown() -> None:
-            if self._pool is not None:
-                await self._pool.close()
-
-        if self._loop.is_running():
-            asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(timeout=10)
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=10)
+        if self._loop.is_closed():
+            return
+        pending = asyncio.all_tasks(self._loop)
+        for task in pending:
+            task.cancel()
+        if pending:
+            self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        if self._pool is not None:
+            self._loop.run_until_complete(self._pool.close())
         self._loop.close()
+
+
+#: Loop iterations submit() runs: a read's task starts, its entry reads queue their requests,
+#: the connections write them (a read that must connect first sends them in result()).
+SUBMIT_LOOP_TURNS = 3
+
+
+async def _turns(count: int) -> None:
+    for _ in range(count):
+        await asyncio.sleep(0)
+
+
+class _LoopRead(concurrent.futures.Future[list[bytes]]):
+    """A read on a BookieEntrySource's loop: result() runs that loop until the read is done."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[list[bytes]]) -> None:
+        super().__init__()
+        self._loop = loop
+        self._task = task
+
+    def result(self, timeout: float | None = None) -> list[bytes]:
+        if not self.done():
+            try:
+                payloads = self._loop.run_until_complete(self._task)
+            except asyncio.CancelledError:
+                super().cancel()
+            except Exception as exc:  # noqa: BLE001 - handed to the caller by result()
+                self.set_exception(exc)
+            else:
+                self.set_result(payloads)
+        return super().result(timeout)
+
+    def cancel(self) -> bool:
+        self._task.cancel()
+        return super().cancel()
 
 
 async def read_range(handle: replicated_reader.ReplicatedReadHandle, first: int, last: int,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import pathlib
+import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -131,3 +132,38 @@ async def test_entries_of_a_bookie_that_never_answers_come_from_the_other(bookie
         assert read == [_payload(e) for e in range(4)]
     finally:
         mute.close()
+
+
+async def test_a_read_submitted_then_left_waiting_past_the_timeouts_still_completes(bookies):
+    ensemble = _ensemble(bookies)
+    await _write(ensemble, set())
+    location = _location(ensemble, ENTRIES - 1)
+
+    def submit_decode_then_collect() -> tuple[list[bytes], list[bytes]]:
+        source = entries.BookieEntrySource(4)
+        source._settings = dataclasses.replace(source._settings, speculative_read_timeout_ms=50)
+        try:
+            first = source.submit(location, 0, 4)
+            second = source.submit(location, 5, ENTRIES - 1)
+            time.sleep(0.3)  # the caller decodes; the loop does not run meanwhile
+            return first.result(), second.result()
+        finally:
+            source.close()
+
+    first, second = await asyncio.to_thread(submit_decode_then_collect)
+    assert first + second == [_payload(e) for e in range(ENTRIES)]
+
+
+async def test_a_cancelled_read_is_dropped_on_close(bookies):
+    ensemble = _ensemble(bookies)
+    await _write(ensemble, set())
+
+    def submit_cancel_close() -> bool:
+        source = entries.BookieEntrySource()
+        try:
+            pending = source.submit(_location(ensemble, ENTRIES - 1), 0, ENTRIES - 1)
+            return pending.cancel() and pending.cancelled()
+        finally:
+            source.close()
+
+    assert await asyncio.to_thread(submit_cancel_close)
