@@ -2,9 +2,10 @@
 
 An input partition carries, for its ledger, the ledger metadata record (who
 holds which entries, quorums, password) and the last entry it may read, so
-an executor needs no metadata store access: it asks the bookies of each
-entry's write set through the replicated ledger client's read path over the
-network bookie transport. The open ledger is never fenced or recovered from
+an executor needs no metadata store access: it asks the first bookie of each
+entry's write set over the network bookie transport, and leaves the entries
+that fail there to the replicated ledger client's read path, which tries the
+rest of the write set. The open ledger is never fenced or recovered from
 here: reads stop at the last entry the broker confirmed to its producers.
 """
 
