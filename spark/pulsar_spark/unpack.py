@@ -159,14 +159,9 @@ def scan_spans(data: npt.NDArray[np.uint8], starts: Int64s, ends: Int64s, counts
     size = len(data)
     if size < 5 or not len(starts):
         return result
-    zeros = np.flatnonzero(data[: size - 2] == 0)
-    # Three zeros in a row: the zero two places on in `zeros` is two bytes on.
-    runs = zeros[:-2][zeros[2:] - zeros[:-2] == 2]
-    runs = runs[runs < size - 4]
-    heads = runs[(data[runs + 3] != 0) & (data[runs + 4] == _TAG_PAYLOAD_SIZE)]
+    heads = _header_candidates(data)
     if not len(heads):
         return result
-    heads = heads.astype(np.int64)
     low, high = np.searchsorted(heads, starts), np.searchsorted(heads, ends)
     fits = (high - low == counts) & (counts > 0) & \
         (heads[np.minimum(low, len(heads) - 1)] == starts)
@@ -199,6 +194,25 @@ def scan_spans(data: npt.NDArray[np.uint8], starts: Int64s, ends: Int64s, counts
             result[entry] = Layout(metadata_end[cut], message_end[cut], sequence_ids[cut],
                                    event_times[cut])
     return result
+
+
+def _header_candidates(data: npt.NDArray[np.uint8]) -> Int64s:
+    """Positions p with data[p:p+3] zero, data[p+3] not, data[p+4] the payload_size tag.
+
+    Three zeros in a row hold an aligned pair of zeros (at p if p is even,
+    else at p+1), so the search runs over 16-bit words: half the comparisons,
+    and about one hit per record instead of one per zero byte.
+    """
+    size = len(data)
+    pairs = np.flatnonzero(data[: size - size % 2].view(np.uint16) == 0) * 2
+    pairs = pairs[pairs <= size - 4]  # a header at pair (or pair - 1) has its 5 bytes in data
+    # At pair when data[pair + 2] is zero too, else at pair - 1 if that is zero.
+    third = data[pairs + 2] == 0
+    before = (pairs >= 1) & (data[np.maximum(pairs - 1, 0)] == 0)
+    starts = np.where(third, pairs, pairs - 1)[third | before]
+    starts = starts[starts <= size - 5]
+    heads: Int64s = starts[(data[starts + 3] != 0) & (data[starts + 4] == _TAG_PAYLOAD_SIZE)]
+    return heads
 
 
 def ranges(starts: Int64s, lengths: Int64s) -> Int64s:
