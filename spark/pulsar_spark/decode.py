@@ -137,8 +137,9 @@ class PayloadDecoder:
             return [self._raw_column(body, chunks, nulls)]
         if self.schema_type == "json" and not self._millis and nulls is None:
             rows = sum(len(c) for c in chunks)
-            fast = self._json_columns(json_document(body, chunks), rows)
-            if fast is None:
+            document = json_document(body, chunks)
+            fast = self._json_columns(document, rows)
+            if fast is None and (b"\n" in document or b"\r" in document):
                 # Raw line breaks inside strings were always taken as spaces: retry so.
                 fast = self._json_columns(json_lines(body, chunks), rows)
             if fast is not None:
