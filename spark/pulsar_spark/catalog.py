@@ -95,7 +95,8 @@ class Planner:
             layout, self.opts.starting, self.opts.ending, self.opts.fail_on_data_loss)]
         locations = self._locations(segments, stats)
         segments = self._narrow_by_time(segments, locations, conditions)
-        pieces = planning.split(segments, self.opts.entries_per_partition)
+        pieces = planning.split(segments, self.opts.entries_per_partition,
+                                self.opts.min_partitions)
         return [PlannedRead(s, locations[(s.partition, s.ledger_id)]) for s in pieces]
 
     def _locations(self, segments: Sequence[planning.Segment], stats: list[dict[str, Any]]) \

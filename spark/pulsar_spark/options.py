@@ -31,7 +31,7 @@ SCHEMA_TYPES = ("bytes", "string", "json", "avro", *PRIMITIVE_TYPES, AUTO)
 KNOWN_OPTIONS = frozenset({
     "service.url", "admin.url", "metadata.url", "standalone.bookie", "topic", "topics", "topicspattern",
     "startingoffsets", "endingoffsets", "startingtime", "endingtime", "schema", "schema.type",
-    "failondataloss", "entriesperpartition", "arrowbatchrows", "publishtime.tolerancems",
+    "failondataloss", "entriesperpartition", "minpartitions", "arrowbatchrows", "publishtime.tolerancems",
     "metrics.dir", "path", "subscription",
     # write side
     "producer.name", "batching", "sendtimeoutms",
@@ -66,6 +66,9 @@ class ReadOptions:
     schema_definition: dict[str, Any] | None
     fail_on_data_loss: bool
     entries_per_partition: int
+    #: Input partitions wanted at least (Kafka source's minPartitions): segments are cut
+    #: further when they hold enough entries. 1: one per ledger segment.
+    min_partitions: int
     arrow_batch_rows: int
     publish_time_tolerance_ms: int
     metrics_dir: str | None
@@ -249,6 +252,7 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
         fail_on_data_loss=_bool(opts, "failondataloss", True),
         entries_per_partition=_positive_int(opts, "entriesperpartition",
                                             ENTRIES_PER_PARTITION_DEFAULT),
+        min_partitions=_positive_int(opts, "minpartitions", 1),
         arrow_batch_rows=_positive_int(opts, "arrowbatchrows", ARROW_BATCH_ROWS_DEFAULT),
         publish_time_tolerance_ms=_nonnegative(opts, "publishtime.tolerancems",
                                                PUBLISH_TIME_TOLERANCE_MS_DEFAULT),

@@ -11,7 +11,7 @@ exactly what producers have been acknowledged for.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pulsar_spark import errors, options
@@ -148,8 +148,13 @@ def _clip_before(segment: Segment, end: options.Position) -> Segment | None:
     return dataclasses.replace(segment, last_entry_id=end.entry_id - 1)
 
 
-def split(segments: Iterable[Segment], entries_per_partition: int) -> list[Segment]:
-    """Long segments cut into pieces of at most entries_per_partition entries."""
+def split(segments: Sequence[Segment], entries_per_partition: int,
+          min_partitions: int = 1) -> list[Segment]:
+    """Long segments cut into pieces of at most entries_per_partition entries, and smaller
+    ones when that makes fewer than min_partitions pieces (never below one entry)."""
+    total = sum(s.last_entry_id - s.first_entry_id + 1 for s in segments)
+    if min_partitions > 1:
+        entries_per_partition = min(entries_per_partition, max(1, total // min_partitions))
     pieces = []
     for segment in segments:
         first = segment.first_entry_id

@@ -96,7 +96,11 @@ def register(spark: Any, tables: Sequence[Table], base_options: Mapping[str, str
 def query(spark: Any, sql: str, tables: Sequence[Table], base_options: Mapping[str, str],
           topic_options: Mapping[str, Mapping[str, str]]) -> Any:
     """The DataFrame of `sql` (names already rewritten), each table read only for the columns
-    the query uses."""
+    the query uses, in at least as many input partitions as Spark runs tasks at once (unless
+    the options give minPartitions)."""
+    if not any(key.lower() == "minpartitions" for key in base_options):
+        base_options = {**base_options,
+                        "minPartitions": str(spark.sparkContext.defaultParallelism)}
     full = register(spark, tables, base_options, topic_options)
     df = spark.sql(sql)
     kept = pruning.narrowed(pruning.needed_columns(df),

@@ -50,6 +50,21 @@ def test_split_cuts_long_segments():
     assert _ranges(planning.split([segment], 4)) == [(3, 0, 3), (3, 4, 7), (3, 8, 9)]
 
 
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=5), st.integers(1, 60),
+       st.integers(1, 12))
+def test_split_makes_at_least_min_partitions_when_there_are_enough_entries(
+        lengths, per_partition, min_partitions):
+    segments = [planning.Segment(P, ledger, 0, length - 1)
+                for ledger, length in enumerate(lengths)]
+    pieces = planning.split(segments, per_partition, min_partitions)
+    assert len(pieces) >= min(min_partitions, sum(lengths))
+    assert all(p.last_entry_id - p.first_entry_id + 1 <= per_partition for p in pieces)
+    covered = [(p.ledger_id, e) for p in pieces for e in range(p.first_entry_id,
+                                                                p.last_entry_id + 1)]
+    assert covered == [(s.ledger_id, e) for s in segments
+                       for e in range(s.first_entry_id, s.last_entry_id + 1)]
+
+
 def test_partition_conditions_prune():
     indices = [0, 1, 2, 3]
     assert pushdown.allowed_partitions([("__partition", "=", 2)], indices) == {2}
@@ -91,3 +106,5 @@ def test_options_are_checked():
         options.full_topic_name("non-persistent://public/default/a")
     with pytest.raises(errors.OptionError, match="entriesPerPartition|entriesperpartition"):
         options.parse_read_options({"admin.url": "x", "topic": "a", "entriesPerPartition": "0"})
+    with pytest.raises(errors.OptionError, match="minpartitions"):
+        options.parse_read_options({"admin.url": "x", "topic": "a", "minPartitions": "-2"})

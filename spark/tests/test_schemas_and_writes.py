@@ -9,7 +9,7 @@ import json
 from contextlib import redirect_stdout
 
 from pulsar.schema import AvroSchema, Double, Integer, Record, String
-from pulsar_spark import cli
+from pulsar_spark import cli, counters
 
 
 class Trade(Record):
@@ -91,6 +91,27 @@ def test_pulsar_sql_queries_topics_by_their_pulsar_names(spark, standalone, etcd
     assert json.loads(json_text) == {"c": 5}
     listed = _run_cli("--tables", *common)
     assert f'public.default."{local}"' in listed
+
+
+def test_pulsar_sql_reads_in_as_many_partitions_as_spark_runs_tasks(
+        spark, standalone, etcd, client, topic, tmp_path):
+    local = topic.rsplit("/", 1)[1]
+    producer = client.create_producer(topic, batching_enabled=False)
+    for i in range(4):  # one ledger (the test standalone rolls over every 5 entries)
+        producer.send(str(i).encode())
+    producer.close()
+    common = ["--admin-url", standalone.web_url, "--service-url", standalone.service_url,
+              "--metadata-url", etcd.url, "--schema-type", "string", "--no-progress",
+              "--master", "local[2]", "--output", "json"]
+    metrics = tmp_path / "metrics"
+    text = _run_cli(f"SELECT count(*) AS c FROM `public/default/{local}`", *common,
+                    "--option", f"metrics.dir={metrics}")
+    assert json.loads(text) == {"c": 4}
+    assert counters.load(metrics).partitions_planned == 2
+    alone = tmp_path / "alone"
+    _run_cli(f"SELECT count(*) AS c FROM `public/default/{local}`", *common,
+             "--option", f"metrics.dir={alone}", "--option", "minPartitions=1")
+    assert counters.load(alone).partitions_planned == 1
 
 
 def test_pulsar_sql_reports_an_unknown_namespace_clearly(standalone, capsys):
