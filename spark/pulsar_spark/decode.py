@@ -42,6 +42,7 @@ METADATA_COLUMNS = columns.METADATA_COLUMNS
 PRIMITIVE_DTYPES = {"int8": ">i1", "int16": ">i2", "int32": ">i4", "int64": ">i8",
                     "float": ">f4", "double": ">f8", "boolean": ">u1"}
 _SPACE, _NEWLINE, _RETURN = 0x20, 0x0A, 0x0D
+_OPEN, _CLOSE, _WHITESPACE = ord("{"), ord("}"), b" \t\r\n"
 
 
 def gather(body: Body, chunks: list[columns.Chunk]) \
@@ -135,7 +136,8 @@ class PayloadDecoder:
             return [self._primitive_column(body, chunks, nulls, ids)]
         if self.schema_type in ("bytes", "string", "auto"):
             return [self._raw_column(body, chunks, nulls)]
-        if self.schema_type == "json" and not self._millis and nulls is None:
+        if self.schema_type == "json" and not self._millis and nulls is None \
+                and _records_each(body, chunks):
             rows = sum(len(c) for c in chunks)
             document = json_document(body, chunks)
             fast = self._json_columns(document, rows)
@@ -243,6 +245,28 @@ def _nulls(chunks: list[columns.Chunk]) -> np.ndarray[Any, Any] | None:
         return None
     return np.concatenate([c.layout.nulls if c.layout.nulls is not None
                            else np.zeros(len(c), np.bool_) for c in chunks])
+
+
+def _records_each(body: Body, chunks: list[columns.Chunk]) -> bool:
+    """Whether every payload opens with `{` and closes with `}` (whitespace aside).
+
+    Arrow's reader only counts the records of the whole block, so a payload
+    of two records beside an empty one (or a record cut over two payloads)
+    would shift values onto other messages, and it reads a `null` as a
+    record of nulls (crashing on one that leads the block). Such batches take
+    the per-message path, which names the message.
+    """
+    starts = np.concatenate([c.layout.starts for c in chunks])
+    ends = np.concatenate([c.layout.ends for c in chunks])
+    if not (ends > starts).all():
+        return False
+    data = np.frombuffer(body, np.uint8)
+    odd = np.flatnonzero((data[starts] != _OPEN) | (data[ends - 1] != _CLOSE))
+    for i in odd.tolist():  # payloads with whitespace around them (rare)
+        text = bytes(body[starts[i]:ends[i]]).strip(_WHITESPACE)
+        if not (text.startswith(b"{") and text.endswith(b"}")):
+            return False
+    return True
 
 
 def _single_array(column: pa.ChunkedArray, kind: pa.DataType) -> pa.Array:

@@ -63,3 +63,17 @@ def test_two_records_in_one_payload_name_the_message():
     payloads = [b'{"id": 1}', b'{"id": 2} {"id": 3}']
     with pytest.raises(errors.SchemaError, match="message 4:5:0:1"):
         list(_decoder().batches([(4, 5, _batch_entry(payloads))]))
+
+
+@pytest.mark.parametrize(("payloads", "bad"), [
+    # Two records in one payload beside an empty one: as many records as messages, misaligned.
+    ([b'{"id": 1} {"id": 2}', b""], 0),
+    # A record cut over two payloads beside two records in one.
+    ([b'{"id": 1, "note":', b'"x"}', b'{"id": 3} {"id": 4}'], 0),
+    # Arrow's reader takes a null as a record of nulls (and crashes on one leading the block).
+    ([b'{"id": 1}', b"null"], 1),
+    ([b"null", b'{"id": 1}'], 0),
+])
+def test_payloads_that_are_not_one_record_each_name_the_message(payloads, bad):
+    with pytest.raises(errors.SchemaError, match=f"message 4:5:0:{bad} "):
+        list(_decoder().batches([(4, 5, _batch_entry(payloads))]))
