@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol, TypeVar
 
 from pulsar_bookie import errors as bookie_errors
 from pulsar_bookie import types as bookie_types
@@ -25,6 +26,8 @@ from pulsar_bookie.net import client as net_client
 from pulsar_bookie.storage import api as storage_api
 
 from pulsar_spark import errors
+
+T = TypeVar("T")
 
 #: Entry reads one read call keeps in flight (over all bookies of the ledger).
 READS_IN_FLIGHT_MAX = 256
@@ -70,6 +73,8 @@ class BookieEntrySource:
         self._settings = dataclasses.replace(replicated_settings.ClientSettings(),
                                              read_batch_max=reads_in_flight_max)
         self._pool: net_client.BookieClientPool | None = None
+        #: Loop time when the loop last started running (it stands still between calls).
+        self._resumed_at = 0.0
         self.entries_read = 0
         self.bytes_read = 0
 
@@ -79,8 +84,13 @@ class BookieEntrySource:
     def submit(self, ledger: LedgerLocation, first_entry_id: int, last_entry_id: int) \
             -> concurrent.futures.Future[list[bytes]]:
         task = self._loop.create_task(self._read(ledger, first_entry_id, last_entry_id))
-        self._loop.run_until_complete(_turns(SUBMIT_LOOP_TURNS))
-        return _LoopRead(self._loop, task)
+        self.run(_turns(SUBMIT_LOOP_TURNS))
+        return _LoopRead(self, task)
+
+    def run(self, step: Awaitable[T]) -> T:
+        """Runs the loop until `step` is done."""
+        self._resumed_at = self._loop.time()
+        return self._loop.run_until_complete(step)
 
     async def _read(self, ledger: LedgerLocation, first: int, last: int) -> list[bytes]:
         if self._pool is None:
@@ -90,7 +100,8 @@ class BookieEntrySource:
             metadata, self._pool, self._settings,
             bookie_types.EntryId(ledger.last_readable_entry_id))
         try:
-            payloads = await read_range(handle, first, last, self._settings)
+            payloads = await read_range(handle, first, last, self._settings,
+                                        lambda: self._resumed_at)
         except bookie_errors.BookieError as exc:
             raise errors.EntryReadError(
                 f"ledger {ledger.ledger_id}: entries {first}..{last} unreadable from bookies "
@@ -125,15 +136,15 @@ async def _turns(count: int) -> None:
 class _LoopRead(concurrent.futures.Future[list[bytes]]):
     """A read on a BookieEntrySource's loop: result() runs that loop until the read is done."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[list[bytes]]) -> None:
+    def __init__(self, source: BookieEntrySource, task: asyncio.Task[list[bytes]]) -> None:
         super().__init__()
-        self._loop = loop
+        self._source = source
         self._task = task
 
     def result(self, timeout: float | None = None) -> list[bytes]:
         if not self.done():
             try:
-                payloads = self._loop.run_until_complete(self._task)
+                payloads = self._source.run(self._task)
             except asyncio.CancelledError:
                 super().cancel()
             except Exception as exc:  # noqa: BLE001 - handed to the caller by result()
@@ -148,7 +159,8 @@ class _LoopRead(concurrent.futures.Future[list[bytes]]):
 
 
 async def read_range(handle: replicated_reader.ReplicatedReadHandle, first: int, last: int,
-                     settings: replicated_settings.ClientSettings) -> list[bytes]:
+                     settings: replicated_settings.ClientSettings,
+                     resumed_at: Callable[[], float] = lambda: 0.0) -> list[bytes]:
     """Entries first..last: each asked of the first bookie of its write set, at once.
 
     That costs one task per entry, where the handle's read costs three and a
@@ -156,7 +168,8 @@ async def read_range(handle: replicated_reader.ReplicatedReadHandle, first: int,
     messages). An entry whose bookie fails, or has not answered within the
     speculative read timeout, is read again by the handle, which tries the
     write set in turn; a range the handle refuses (past the last confirmed
-    entry) gets its error.
+    entry) gets its error. `resumed_at` gives the loop time when the loop last
+    started running, if its caller stops it between calls.
     """
     if first < 0 or last < first or last > handle.last_add_confirmed:
         return [entry.payload for entry in await handle.read(first, last)]
@@ -164,17 +177,18 @@ async def read_range(handle: replicated_reader.ReplicatedReadHandle, first: int,
     for start in range(first, last + 1, settings.read_batch_max):
         stop = min(start + settings.read_batch_max, last + 1)
         payloads.extend(await _read_batch(handle, range(start, stop),
-                                          settings.speculative_read_timeout_ms / 1000))
+                                          settings.speculative_read_timeout_ms / 1000,
+                                          resumed_at))
     return payloads
 
 
 async def _read_batch(handle: replicated_reader.ReplicatedReadHandle, entry_ids: range,
-                      speculative_s: float) -> list[bytes]:
+                      speculative_s: float, resumed_at: Callable[[], float]) -> list[bytes]:
     password = handle.metadata.password
     reads = [asyncio.ensure_future(handle.pool.get(handle.write_set_of(e)[0]).read_entry(
         handle.ledger_id, bookie_types.EntryId(e), master_key=password)) for e in entry_ids]
     try:
-        await asyncio.wait(reads, timeout=speculative_s)
+        await _answered(reads, speculative_s, resumed_at)
     finally:
         for read in reads:
             if not read.done():
@@ -184,6 +198,26 @@ async def _read_batch(handle: replicated_reader.ReplicatedReadHandle, entry_ids:
                      strict=True))
     return [again[e].payload if e in again else read.result().payload
             for e, read in zip(entry_ids, reads, strict=True)]
+
+
+async def _answered(reads: Sequence[asyncio.Future[storage_api.StoredEntry]], speculative_s: float,
+                    resumed_at: Callable[[], float]) -> None:
+    """Waits until `reads` are done or the speculative timeout has passed with the loop running.
+
+    Time the loop stood still (the caller decoding between submit() and
+    result()) does not count: when the loop runs again the answers that
+    arrived meanwhile sit in the socket buffers, and the timer that expired
+    meanwhile would fire before they are all taken (so every entry past the
+    first socket read would be asked again of another bookie).
+    """
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    pending: set[asyncio.Future[storage_api.StoredEntry]] = set(reads)
+    while pending:
+        _, pending = await asyncio.wait(pending, timeout=start + speculative_s - loop.time())
+        if resumed_at() <= start:
+            return
+        start = resumed_at()  # the loop stood still: count from when it ran again
 
 
 def _succeeded(read: asyncio.Future[storage_api.StoredEntry]) -> bool:

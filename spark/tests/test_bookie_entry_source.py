@@ -167,3 +167,38 @@ async def test_a_cancelled_read_is_dropped_on_close(bookies):
             source.close()
 
     assert await asyncio.to_thread(submit_cancel_close)
+
+
+async def test_the_speculative_timeout_counts_only_while_the_loop_runs(bookies, monkeypatch):
+    """A caller that decodes for longer than the speculative timeout does not get its entries
+    read twice: the answers waiting in the socket buffers are taken first."""
+    asked: list[int] = []
+    read_entry = client.BookieClient.read_entry
+
+    async def counted(self: client.BookieClient, *args: object, **kwargs: object) -> object:
+        asked.append(int(args[1]))  # type: ignore[call-overload]
+        return await read_entry(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(client.BookieClient, "read_entry", counted)
+    ensemble = _ensemble(bookies)
+    big = [bytes([e]) * 200_000 for e in range(ENTRIES)]
+    for bookie_id in ensemble:
+        writer = client.BookieClient(bookie_id)
+        for entry_id, payload in enumerate(big):
+            await writer.add_entry(LEDGER, types.EntryId(entry_id), types.EntryId(entry_id - 1),
+                                   payload, PASSWORD)
+        await writer.close()
+    location = _location(ensemble, ENTRIES - 1)
+
+    def submit_decode_then_collect() -> list[bytes]:
+        source = entries.BookieEntrySource()
+        source._settings = dataclasses.replace(source._settings, speculative_read_timeout_ms=100)
+        try:
+            first = source.submit(location, 0, ENTRIES - 1)
+            time.sleep(0.5)  # the caller decodes; the loop does not run meanwhile
+            return first.result()
+        finally:
+            source.close()
+
+    assert await asyncio.to_thread(submit_decode_then_collect) == big
+    assert sorted(asked) == list(range(ENTRIES))
