@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 import pytest
-from pulsar_spark import pruning, tables
+from pulsar_spark import counters, pruning, tables
 
 SCHEMA = json.dumps({"type": "record", "name": "Reading", "fields": [
     {"name": "id", "type": "long"}, {"name": "sensor", "type": "string"},
@@ -75,12 +75,19 @@ def test_queries_whose_columns_are_not_certain_keep_every_column(spark, readings
     assert rows == _full(spark, readings, sql)
 
 
-def test_publish_time_pushdown_still_applies_to_a_pruned_read(spark, readings):
+def test_publish_time_pushdown_still_applies_to_a_pruned_read(spark, readings, tmp_path):
     sql = ("SELECT count(*) FROM readings "
            "WHERE __publish_time >= TIMESTAMP '2000-01-01 00:00:00'")
     rows, kept = _run(spark, readings, sql)
     assert kept == ["__publish_time"]
     assert rows == [(40,)]
+    # A bound past every message: the pushdown leaves no entry to read.
+    readings["options"] = {**readings["options"], "metrics.dir": str(tmp_path / "m")}
+    rows, kept = _run(spark, readings, sql.replace("2000-01-01", "2999-01-01"))
+    assert (rows, kept) == ([(0,)], ["__publish_time"])
+    read = counters.load(tmp_path / "m")
+    assert read.entries_probed > 0  # the counters were written: the bound was looked up
+    assert read.entries_read == 0
 
 
 @pytest.mark.parametrize("sql", [
