@@ -103,6 +103,9 @@ def test_publish_time_pushdown_still_applies_to_a_pruned_read(spark, readings, t
     "WITH x AS (SELECT id, sensor FROM readings) SELECT count(*) FROM x a JOIN x b USING (id)",
     "SELECT id FROM readings INTERSECT SELECT id FROM readings WHERE sensor = 's1'",
     "SELECT count(*), count(value) FROM (SELECT * FROM readings) WHERE id > 3",
+    "SELECT count(*) FROM (TABLE readings ORDER BY value LIMIT 5)",
+    "SELECT count(*) FROM readings a LEFT ANTI JOIN readings b ON a.id = b.id + 1",
+    "SELECT count(*) FROM readings a JOIN LATERAL (SELECT a.value * 2 AS v) b ON b.v > 10",
 ])
 def test_queries_of_every_shape_get_the_full_answer(spark, readings, sql):
     rows, _ = _run(spark, readings, sql)
