@@ -110,3 +110,16 @@ def test_publish_time_pushdown_still_applies_to_a_pruned_read(spark, readings, t
 def test_queries_of_every_shape_get_the_full_answer(spark, readings, sql):
     rows, _ = _run(spark, readings, sql)
     assert rows == _full(spark, readings, sql)
+
+
+def test_pulsar_spark_sql_names_topics_as_pulsar_sql_does_and_prunes(
+        spark, standalone, etcd, readings):
+    import pulsar_spark
+
+    local = readings["table"].topic.rsplit("/", 1)[1]
+    df = pulsar_spark.sql(
+        spark, f'SELECT count(*) AS n, avg(value) AS mean FROM public.default."{local}"',
+        admin_url=standalone.web_url, service_url=standalone.service_url,
+        options={"metadata.url": etcd.url, "schema": SCHEMA, "schema.type": "json"})
+    assert [tuple(r) for r in df.collect()] == [(40, sum(i / 2 for i in range(40)) / 40)]
+    assert spark.table(f"`{readings['table'].view}`").columns == ["value"]
