@@ -57,6 +57,15 @@ async def wait_for(condition, timeout_s: float = 20.0) -> None:  # type: ignore[
         await asyncio.sleep(0.01)
 
 
+async def shared_dispatcher(factory: ml.ManagedLedgerFactory, name: str,
+                            read_batch: int) -> tuple[ml.ManagedLedger, Dispatcher]:
+    """A ledger and a Shared dispatcher over a cursor from its start, delayed delivery on."""
+    ledger = await factory.open(f"public/default/persistent/{name}")
+    cursor = await ledger.open_cursor("sub", ml.InitialPosition.EARLIEST)
+    return ledger, Dispatcher(cursor, SubType.SHARED, -1, read_batch, lambda p: 0, None,
+                              dd.DelayedDeliverySettings(tick_ms=TICK_MS))
+
+
 def consumer(cnx: Connection, permits: int = 1000) -> Consumer:
     c = Consumer(cnx, 1, "c", SubType.SHARED, 0, -1, 0)
     c.flow(permits)
@@ -64,10 +73,7 @@ def consumer(cnx: Connection, permits: int = 1000) -> Consumer:
 
 
 async def test_every_entry_goes_out_once_and_not_before_its_time(managed_ledger_factory):
-    ledger = await managed_ledger_factory.open("public/default/persistent/dd-random")
-    cursor = await ledger.open_cursor("sub", ml.InitialPosition.EARLIEST)
-    dispatcher = Dispatcher(cursor, SubType.SHARED, -1, 7, lambda p: 0, None,
-                            dd.DelayedDeliverySettings(tick_ms=TICK_MS))
+    ledger, dispatcher = await shared_dispatcher(managed_ledger_factory, "dd-random", 7)
     cnx = Connection()
     dispatcher.add_consumer(consumer(cnx))
     rng = random.Random(7)
@@ -88,10 +94,7 @@ async def test_every_entry_goes_out_once_and_not_before_its_time(managed_ledger_
 
 async def test_held_entries_wait_for_permits_and_survive_a_consumer_leaving(
         managed_ledger_factory):
-    ledger = await managed_ledger_factory.open("public/default/persistent/dd-permits")
-    cursor = await ledger.open_cursor("sub", ml.InitialPosition.EARLIEST)
-    dispatcher = Dispatcher(cursor, SubType.SHARED, -1, 10, lambda p: 0, None,
-                            dd.DelayedDeliverySettings(tick_ms=TICK_MS))
+    ledger, dispatcher = await shared_dispatcher(managed_ledger_factory, "dd-permits", 10)
     first_cnx = Connection()
     first = consumer(first_cnx, permits=1)
     dispatcher.add_consumer(first)
@@ -112,10 +115,7 @@ async def test_held_entries_wait_for_permits_and_survive_a_consumer_leaving(
 
 
 async def test_turning_delayed_delivery_off_releases_what_is_held(managed_ledger_factory):
-    ledger = await managed_ledger_factory.open("public/default/persistent/dd-off")
-    cursor = await ledger.open_cursor("sub", ml.InitialPosition.EARLIEST)
-    dispatcher = Dispatcher(cursor, SubType.SHARED, -1, 10, lambda p: 0, None,
-                            dd.DelayedDeliverySettings(tick_ms=TICK_MS))
+    ledger, dispatcher = await shared_dispatcher(managed_ledger_factory, "dd-off", 10)
     cnx = Connection()
     dispatcher.add_consumer(consumer(cnx))
     late = await ledger.add_entry(entry_bytes(0, now_ms() + 3_600_000))
@@ -129,10 +129,7 @@ async def test_turning_delayed_delivery_off_releases_what_is_held(managed_ledger
 
 
 async def test_a_full_tracker_stops_reading_ahead(managed_ledger_factory):
-    ledger = await managed_ledger_factory.open("public/default/persistent/dd-full")
-    cursor = await ledger.open_cursor("sub", ml.InitialPosition.EARLIEST)
-    dispatcher = Dispatcher(cursor, SubType.SHARED, -1, 1, lambda p: 0, None,
-                            dd.DelayedDeliverySettings(tick_ms=TICK_MS))
+    ledger, dispatcher = await shared_dispatcher(managed_ledger_factory, "dd-full", 1)
     dispatcher.delayed.limit = 2
     cnx = Connection()
     dispatcher.add_consumer(consumer(cnx))
