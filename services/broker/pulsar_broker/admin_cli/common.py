@@ -28,12 +28,17 @@ class Group:
         return parser
 
 
-def topic_path(text: str) -> str:
-    """`/admin/v2/persistent/t/ns/topic` for any accepted topic name form."""
+def topic_name(text: str) -> naming.TopicName:
+    """Any accepted topic name form, or the 412 the broker would answer."""
     try:
-        name = naming.TopicName.parse(text)
+        return naming.TopicName.parse(text)
     except naming.InvalidTopicNameError as exc:
         raise client.AdminError(412, f"Invalid topic name: {text}") from exc
+
+
+def topic_path(text: str) -> str:
+    """`/admin/v2/persistent/t/ns/topic` for any accepted topic name form."""
+    name = topic_name(text)
     return (f"/admin/v2/{name.domain.value}/{client.quote(name.tenant)}/"
             f"{client.quote(name.namespace)}/{client.quote(name.local_name)}")
 

@@ -15,7 +15,7 @@ from typing import Any
 from pulsar_common import naming
 
 from pulsar_broker.admin_cli import client, output
-from pulsar_broker.admin_cli.common import Group
+from pulsar_broker.admin_cli.common import Group, topic_name
 
 BASE = "/admin/v2/schemas"
 #: Types whose definition is JSON and is shown as an object.
@@ -23,10 +23,7 @@ _JSON_TYPES = ("AVRO", "JSON", "PROTOBUF", "KEY_VALUE")
 
 
 def schema_path(text: str) -> str:
-    try:
-        name = naming.TopicName.parse(text)
-    except naming.InvalidTopicNameError as exc:
-        raise client.AdminError(412, f"Invalid topic name: {text}") from exc
+    name = topic_name(text)
     return (f"{BASE}/{client.quote(name.tenant)}/{client.quote(name.namespace)}/"
             f"{client.quote(name.local_name)}")
 
