@@ -13,6 +13,7 @@ from aiohttp import web
 from pulsar_common import naming
 
 from pulsar_broker.schema import errors, records, registry, topic_schemas
+from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.web import rest
 
 routes = web.RouteTableDef()
@@ -31,6 +32,15 @@ async def _payload(request: web.Request) -> records.SchemaData:
         return records.from_payload(await rest.body_json(request, {}))
     except records.InvalidSchemaError as exc:
         raise errors.InvalidSchemaDefinitionError(str(exc)) from exc
+
+
+async def _proposed(request: web.Request) -> tuple[naming.TopicName, records.SchemaData,
+                                                   BrokerService, topic_schemas.SchemaPolicy]:
+    """A schema sent for a topic: the topic, the schema, and the namespace's schema policy."""
+    name = await _topic(request)
+    schema = await _payload(request)
+    service = rest.service(request)
+    return name, schema, service, await topic_schemas.policy_of(service, name.namespace_name)
 
 
 def _found(stored: records.StoredSchema | None) -> records.StoredSchema:
@@ -66,20 +76,14 @@ async def get_all_schemas(request: web.Request) -> web.Response:
 
 @routes.post(BASE + "/schema")
 async def post_schema(request: web.Request) -> web.Response:
-    name = await _topic(request)
-    schema = await _payload(request)
-    service = rest.service(request)
-    policy = await topic_schemas.policy_of(service, name.namespace_name)
+    name, schema, service, policy = await _proposed(request)
     version = await service.schemas.put_if_absent(name, schema, policy.strategy)
     return rest.ok_json({"version": {"version": version}})
 
 
 @routes.post(BASE + "/compatibility")
 async def test_compatibility(request: web.Request) -> web.Response:
-    name = await _topic(request)
-    schema = await _payload(request)
-    service = rest.service(request)
-    policy = await topic_schemas.policy_of(service, name.namespace_name)
+    name, schema, service, policy = await _proposed(request)
     try:
         await service.schemas.check_compatible(name, schema, policy.strategy)
         compatible = True
