@@ -29,10 +29,8 @@ def sql(spark: Any, query: str, *, admin_url: str = "http://localhost:8080",
     or the short name); `options` go to every table's reads (e.g. metadata.url, schema).
     Only the topics the query names are read, and only for the columns it uses.
     """
-    from pulsar_spark import admin, tables
+    from pulsar_spark import tables
 
     register(spark)
     base = {"admin.url": admin_url, "service.url": service_url, **(options or {})}
-    known = tables.tables_of(admin.AdminClient(admin_url), list(namespaces))
-    rewritten, used = tables.rewrite(query, known)
-    return tables.query(spark, rewritten, used, base, {})
+    return tables.sql(spark, query, namespaces, base)

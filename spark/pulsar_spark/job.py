@@ -34,7 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pyspark.sql import SparkSession
 
     import pulsar_spark
-    from pulsar_spark import admin, tables
+    from pulsar_spark import tables
 
     spark = SparkSession.builder.appName("pulsar-sql-job").getOrCreate()
     pulsar_spark.register(spark)
@@ -51,10 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for item in args.option:
         key, _, value = item.partition("=")
         base[key] = value
-    known = tables.tables_of(admin.AdminClient(base["admin.url"]),
-                             args.namespaces or ["public/default"])
-    query, used = tables.rewrite(args.query, known)
-    tables.query(spark, query, used, base, {}).write.mode(args.mode).format(args.format).save(args.output)
+    result = tables.sql(spark, args.query, args.namespaces or ["public/default"], base)
+    result.write.mode(args.mode).format(args.format).save(args.output)
     return 0
 
 

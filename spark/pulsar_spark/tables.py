@@ -117,3 +117,11 @@ def query(spark: Any, sql: str, tables: Sequence[Table], base_options: Mapping[s
         # column left out, it runs over the full tables rather than fail.
         register(spark, [t for t in tables if t.topic in kept], base_options, topic_options)
         return spark.sql(sql)
+
+
+def sql(spark: Any, text: str, namespaces: Sequence[str], base_options: Mapping[str, str],
+        topic_options: Mapping[str, Mapping[str, str]] | None = None) -> Any:
+    """`query` for a SQL text naming topics of `namespaces` as `pulsar sql` does."""
+    known = tables_of(admin.AdminClient(base_options["admin.url"]), namespaces)
+    rewritten, used = rewrite(text, known)
+    return query(spark, rewritten, used, base_options, topic_options or {})
