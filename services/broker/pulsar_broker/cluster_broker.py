@@ -19,6 +19,7 @@ from pulsar_bookie.client.replicated import placement
 from pulsar_bookie.net import client as bookie_net
 from pulsar_bookie.service import registration
 from pulsar_common import config as common_config
+from pulsar_common import lifecycle
 from pulsar_common import errors as common_errors
 from pulsar_common.metadata import api as md
 from pulsar_common.metadata import factory as md_factory
@@ -112,7 +113,7 @@ async def run(settings: BrokerSettings) -> None:
         assert broker.service is not None
         return f"pulsar broker: {broker.service.broker_service_url} {broker.service.web_service_url}"
 
-    await listeners.run_until_signalled(start, broker.stop)
+    await lifecycle.run_until_signalled(start, broker.stop)
 
 
 def main(args: Any) -> int:

@@ -1,20 +1,15 @@
-"""The broker's listeners (binary protocol and HTTP) and the signal-driven run loop shared by
-`pulsar standalone` and `pulsar broker`."""
+"""The broker's listeners (binary protocol and HTTP), shared by `pulsar standalone` and
+`pulsar broker`."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
-import signal
-from collections.abc import Awaitable, Callable
 
 from aiohttp import web as aiohttp_web
 
 from pulsar_broker.server import connection
 from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.web import app as web_app
-
-log = logging.getLogger(__name__)
 
 
 class BrokerListeners:
@@ -44,18 +39,3 @@ class BrokerListeners:
         if self._web_runner is not None:
             await self._web_runner.cleanup()
         await self.service.close()
-
-
-async def run_until_signalled(start: Callable[[], Awaitable[str]],
-                              stop: Callable[[], Awaitable[None]]) -> None:
-    """start(), print its banner, wait for SIGTERM or SIGINT, then stop() (also on failure)."""
-    stopping = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stopping.set)
-    try:
-        print(await start(), flush=True)
-        await stopping.wait()
-        log.info("shutting down")
-    finally:
-        await stop()

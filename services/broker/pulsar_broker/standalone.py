@@ -22,6 +22,7 @@ from pulsar_bookie.net import server as bookie_server
 from pulsar_bookie.service import bookie as bookie_service
 from pulsar_bookie.storage import engine as bookie_engine
 from pulsar_common import config as common_config
+from pulsar_common import lifecycle
 from pulsar_common import naming
 from pulsar_common.metadata import api as md
 from pulsar_common.metadata import factory as md_factory
@@ -141,7 +142,7 @@ async def run(data_dir: pathlib.Path, settings: StandaloneSettings) -> None:
         return (f"pulsar standalone: broker {standalone.service.broker_service_url}, "
                 f"web {standalone.service.web_service_url}, data {data_dir}")
 
-    await listeners.run_until_signalled(start, standalone.stop)
+    await lifecycle.run_until_signalled(start, standalone.stop)
 
 
 def main(args: Any) -> int:

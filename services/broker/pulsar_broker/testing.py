@@ -116,6 +116,25 @@ class BrokerProcess(ServiceProcess):
                                     "clusterName": "local", **(overrides or {})})
 
 
+class ProxyProcess(ServiceProcess):
+    """`pulsar proxy` in front of brokers: found through metadata_url (their registrations)
+    or, when given, the fixed broker URLs."""
+
+    command = ("proxy",)
+
+    def __init__(self, data_dir: pathlib.Path, overrides: dict[str, str]) -> None:
+        super().__init__(data_dir)
+        self.overrides = {
+            "servicePort": str(self.broker_port),
+            "webServicePort": str(self.web_port),
+            "bindAddress": "127.0.0.1",
+            "advertisedAddress": "127.0.0.1",
+            # Brokers of local clusters listen on free ports, not 6650.
+            "brokerProxyAllowedTargetPorts": "*",
+            **overrides,
+        }
+
+
 def initialize_cluster_metadata(metadata_url: str, cluster: str, web_service_url: str,
                                 broker_service_url: str) -> None:
     subprocess.run(
