@@ -10,15 +10,17 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip setuptools wheel
 
+# Every extra (spark, operator, cli): `make run` promises the CLIs and `pulsar sql` too.
+# A service-only install is `pip install .` (no Spark, no kopf; see README).
 $(VENV)/.installed: $(VENV)/bin/python pyproject.toml
-	$(PIP) install -e '.'
+	$(PIP) install -e '.[all]'
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
-	$(PIP) install -e '.[test]'
+	$(PIP) install -e '.[all,test]'
 	touch $@
 
-## make run: create .venv, install the project and start `pulsar standalone`.
+## make run: create .venv, install the project with every extra and start `pulsar standalone`.
 run: $(VENV)/.installed
 	$(VENV)/bin/pulsar standalone
 
@@ -28,7 +30,7 @@ test: $(VENV)/.installed-test system-packages
 
 ## make bench: benchmarks (never part of `make test`), with pulsar-lite as the peer.
 bench: $(VENV)/.installed-test
-	$(PIP) install -e '.[test,bench]'
+	$(PIP) install -e '.[all,test,bench]'
 	$(PY) -m bench
 
 # Debian packages the tests use: etcd (metadata store), kubectl (operator e2e against the

@@ -11,7 +11,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "pulsar_operator"
 CORES = ["naming", "plan", "conditions", "cluster_spec", "cluster_config", "workloads", "cluster_components",
          "cluster_reconcile", "tenant_namespace", "function_reconcile", "diffing"]
 FORBIDDEN = {"aiohttp", "kopf", "kmock", "asyncio", "socket", "subprocess"}
-ADAPTERS = {"kube", "admin", "applier", "leader", "handlers", "services", "cli", "emulation"}
+ADAPTERS = {"kube", "admin", "applier", "leader", "handlers", "services", "cli", "process", "emulation"}
 
 
 def imported(module: str) -> set[str]:

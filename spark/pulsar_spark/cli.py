@@ -14,6 +14,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from pulsar_common.cli import extras
+
 from pulsar_spark import errors
 
 OUTPUTS = ("table", "csv", "json")
@@ -110,7 +112,9 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     namespaces = args.namespaces or ["public/default"]
     if args.k8s_manifest:
+        extras.require("spark", "yaml")
         return _print_manifest(args, namespaces)
+    extras.require("spark", "pyspark", "pyarrow")
     from pulsar_spark import admin, tables
 
     client = admin.AdminClient(args.admin_url)
