@@ -1,6 +1,6 @@
 """The Dockerfile, read statically (no Docker engine here): it builds the project into one
-non-root image whose entry point is `pulsar`, with etcd for the etcd pods, and agrees
-with the charts on image name, version and user id."""
+non-root image whose entry point is `pulsar`, with a supported etcd release for the etcd
+pods, and agrees with the charts on image name, version and user id."""
 
 from __future__ import annotations
 
@@ -23,9 +23,11 @@ DOCKERFILE = REPO / "Dockerfile"
 DOCKERIGNORE = REPO / ".dockerignore"
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 
-#: Ports named in notes/SERVICES.md: binary, HTTP, bookie, bookie HTTP,
-#: functions worker, function metrics, etcd client and peer.
-SERVICE_PORTS = {6650, 8080, 3181, 8000, 6750, 9094, 2379, 2380}
+#: Ports of the services the image runs: binary, HTTP, bookie, bookie HTTP,
+#: etcd client and peer.
+SERVICE_PORTS = {6650, 8080, 3181, 8000, 2379, 2380}
+#: The etcd project's release image; its binaries live in /usr/local/bin.
+ETCD_RELEASE_IMAGE = "gcr.io/etcd-development/etcd"
 
 
 def instructions() -> list[tuple[str, str]]:
@@ -97,16 +99,39 @@ def test_final_image_is_python_311_slim() -> None:
     assert expand(final_stage()[0][1]).startswith("python:3.11-slim")
 
 
-def test_etcd_server_comes_from_debian_packages() -> None:
-    runs = [rest for keyword, rest in final_stage() if keyword == "RUN"]
-    assert any("apt-get install" in run and "etcd-server" in shlex.split(run) for run in runs)
+def etcd_stage_image() -> str:
+    """The image of the stage the final stage copies etcd from."""
+    stages = {
+        rest.split()[-1]: expand(rest.split()[0])
+        for keyword, rest in instructions()
+        if keyword == "FROM" and " AS " in rest.upper()
+    }
+    (source,) = [
+        shlex.split(rest)[0].removeprefix("--from=")
+        for keyword, rest in final_stage()
+        if keyword == "COPY" and rest.startswith("--from") and "etcd" in shlex.split(rest)[-1]
+    ]
+    return stages[source]
 
 
-def test_the_project_is_pip_installed_in_the_final_image() -> None:
-    build = " ".join(rest for keyword, rest in instructions() if keyword == "RUN")
-    assert "pip wheel" in build and " ." in build
-    final_runs = " ".join(rest for keyword, rest in final_stage() if keyword == "RUN")
-    assert f"pip install --no-index --find-links=/wheels {PYPROJECT['project']['name']}" in final_runs
+def test_etcd_comes_from_a_supported_release_line_of_the_etcd_project() -> None:
+    image, _, tag = etcd_stage_image().rpartition(":")
+    assert image == ETCD_RELEASE_IMAGE
+    major, minor, _patch = (int(part) for part in tag.removeprefix("v").split("."))
+    assert (major, minor) >= (3, 5), f"etcd {tag}: 3.4 and older are end of life"
+    copies = [shlex.split(rest) for keyword, rest in final_stage() if keyword == "COPY" and rest.startswith("--from")]
+    assert ["--from=etcd", "/usr/local/bin/etcd", "/usr/local/bin/etcd"] in copies
+    assert not any("etcd-server" in rest for keyword, rest in final_stage() if keyword == "RUN")
+
+
+def test_the_project_is_pip_installed_in_the_final_image_without_spark() -> None:
+    name = PYPROJECT["project"]["name"]
+    build = [shlex.split(rest) for keyword, rest in instructions() if keyword == "RUN"]
+    assert ["pip", "wheel", "--wheel-dir", "/wheels", ".[operator,cli]"] in build
+    final_runs = [shlex.split(rest) for keyword, rest in final_stage() if keyword == "RUN"]
+    install = ["pip", "install", "--no-index", "--find-links=/wheels", f"{name}[operator,cli]"]
+    assert any(run[: len(install)] == install for run in final_runs)
+    assert set(PYPROJECT["project"]["optional-dependencies"]) >= {"operator", "cli", "spark"}
 
 
 def test_entrypoint_runs_the_pulsar_console_script() -> None:
