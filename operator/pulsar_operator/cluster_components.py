@@ -70,6 +70,10 @@ def _advertised(spec: cluster_spec.ClusterSpec, component: str) -> str:
     return f"advertisedAddress=$(POD_NAME).{headless}.{spec.namespace}.svc"
 
 
+#: Servers listen on the pod's own address (POD_IP, from the downward API), not 0.0.0.0.
+BIND_POD_IP = ["--conf", "bindAddress=$(POD_IP)"]
+
+
 def _service_pair(
     body: dict[str, Any],
     spec: cluster_spec.ClusterSpec,
@@ -117,9 +121,9 @@ def etcd_objects(body: dict[str, Any], spec: cluster_spec.ClusterSpec) -> list[d
     selector = naming.selector_labels(spec.name, naming.ETCD)
     command = [
         "etcd", "--name", "$(POD_NAME)", "--data-dir", "/var/lib/etcd",
-        "--listen-client-urls", f"http://0.0.0.0:{cc.ETCD_CLIENT_PORT}",
+        "--listen-client-urls", f"http://$(POD_IP):{cc.ETCD_CLIENT_PORT}",
         "--advertise-client-urls", f"http://$(POD_NAME).{headless}:{cc.ETCD_CLIENT_PORT}",
-        "--listen-peer-urls", f"http://0.0.0.0:{cc.ETCD_PEER_PORT}",
+        "--listen-peer-urls", f"http://$(POD_IP):{cc.ETCD_PEER_PORT}",
         "--initial-advertise-peer-urls", f"http://$(POD_NAME).{headless}:{cc.ETCD_PEER_PORT}",
         "--initial-cluster", cc.etcd_initial_cluster(spec),
         "--initial-cluster-state", "new", "--initial-cluster-token", name,
@@ -146,7 +150,8 @@ def bookie_objects(body: dict[str, Any], spec: cluster_spec.ClusterSpec, replica
     selector = naming.selector_labels(spec.name, naming.BOOKIE)
     conf_text = cc.render(cc.bookkeeper_conf(spec))
     command = ["pulsar", "bookie", "--config", f"{cc.CONF_DIR}/bookkeeper.conf",
-               "--conf", f"advertisedAddress=$(POD_NAME).{name}.{spec.namespace}.svc"]
+               "--conf", f"advertisedAddress=$(POD_NAME).{name}.{spec.namespace}.svc",
+               "--conf", "bookieBindAddress=$(POD_IP)", "--conf", "httpServerHost=$(POD_IP)"]
     ports = {"bookie": cc.BOOKIE_PORT, "http": cc.BOOKIE_HTTP_PORT}
     mounts = [
         _config_mount(),
@@ -188,7 +193,7 @@ def bookie_objects(body: dict[str, Any], spec: cluster_spec.ClusterSpec, replica
 
 def broker_objects(body: dict[str, Any], spec: cluster_spec.ClusterSpec) -> list[dict[str, Any]]:
     command = ["pulsar", "broker", "--config", f"{cc.CONF_DIR}/broker.conf",
-               "--conf", _advertised(spec, naming.BROKER)]
+               "--conf", _advertised(spec, naming.BROKER), *BIND_POD_IP]
     ports = {"pulsar": cc.BROKER_PORT, "http": cc.WEB_PORT}
     container = _container(
         spec, "broker", command, ports, spec.broker.resources,
@@ -202,7 +207,7 @@ def broker_objects(body: dict[str, Any], spec: cluster_spec.ClusterSpec) -> list
 
 
 def proxy_objects(body: dict[str, Any], spec: cluster_spec.ClusterSpec) -> list[dict[str, Any]]:
-    command = ["pulsar", "proxy", "--config", f"{cc.CONF_DIR}/proxy.conf"]
+    command = ["pulsar", "proxy", "--config", f"{cc.CONF_DIR}/proxy.conf", *BIND_POD_IP]
     ports = {"pulsar": cc.BROKER_PORT, "http": cc.WEB_PORT}
     probe = workloads.http_probe("/status.html", cc.WEB_PORT, initial_delay_s=5)
     container = _container(spec, "proxy", command, ports, spec.proxy.component.resources, probe,

@@ -33,10 +33,16 @@ def http_probe(path: str, port: int, *, initial_delay_s: int, period_s: int = 10
 
 
 def pod_env() -> list[dict[str, Any]]:
-    """POD_NAME/POD_NAMESPACE, used in `$(POD_NAME)` expansions of the command line."""
+    """POD_NAME/POD_NAMESPACE/POD_IP from the downward API, for `$(VAR)` expansions of the command line.
+
+    POD_IP is what servers bind to: a pod's own address rather than 0.0.0.0, so
+    nothing listens on addresses the pod does not own (pods that share a host
+    network, as in the operator's e2e harness, then never collide on a port).
+    """
     return [
         {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
         {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
     ]
 
 

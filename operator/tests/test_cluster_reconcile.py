@@ -159,6 +159,24 @@ def test_containers_run_the_service_commands_with_their_health_probes(
         assert probe["httpGet"] == {"path": path, "port": port}
 
 
+@pytest.mark.parametrize(("component", "bind_args"), [
+    ("etcd", ["--listen-client-urls", "http://$(POD_IP):2379", "--listen-peer-urls", "http://$(POD_IP):2380"]),
+    ("bookie", ["--conf", "bookieBindAddress=$(POD_IP)", "--conf", "httpServerHost=$(POD_IP)"]),
+    ("broker", ["--conf", "bindAddress=$(POD_IP)"]),
+    ("proxy", ["--conf", "bindAddress=$(POD_IP)"]),
+])
+def test_servers_bind_to_the_pod_ip_from_the_downward_api(
+    example: Example, component: str, bind_args: list[str],
+) -> None:
+    plan = cluster_reconcile.reconcile(cluster(example), {}, NOW)
+    container = by(plan.objects, "StatefulSet", f"pulsar-mini-{component}")["spec"]["template"]["spec"]["containers"][0]
+    command = container["command"]
+    pairs = list(zip(command, command[1:], strict=False))
+    assert all(pair in pairs for pair in zip(bind_args[::2], bind_args[1::2], strict=True))
+    assert "0.0.0.0" not in " ".join(command)
+    assert {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}} in container["env"]
+
+
 def test_config_maps_carry_wiring_and_user_overrides(example: Example) -> None:
     body = cluster(example, broker__config={"managedLedgerDefaultEnsembleSize": "3", "managedLedgerDefaultWriteQuorum": "2",
                                             "managedLedgerDefaultAckQuorum": "2", "maxMessageSize": "1048576"})
