@@ -15,7 +15,13 @@ import pulsar
 import pytest
 from pulsar_broker import local_cluster, resources
 from pulsar_broker.namespace import bundles
-from pulsar_broker.testing import BrokerProcess, close_after_broker_death
+from pulsar_broker.testing import (
+    broker_id,
+    close_after_broker_death,
+    get_json,
+    one_topic_per_bundle,
+    owned,
+)
 from pulsar_common import naming
 from pulsar_common.testing import wait_until
 
@@ -33,33 +39,6 @@ def two_brokers(tmp_path) -> Iterator[local_cluster.LocalCluster]:
     cluster.start()
     yield cluster
     cluster.stop()
-
-
-def one_topic_per_bundle() -> dict[bundles.NamespaceBundle, str]:
-    """Topic names of public/default chosen so that each of its 4 bundles holds one."""
-    policies = resources.default_policies()
-    chosen: dict[bundles.NamespaceBundle, str] = {}
-    index = 0
-    while len(chosen) < resources.DEFAULT_BUNDLES:
-        name = f"persistent://public/default/spread-{index}"
-        chosen.setdefault(bundles.bundle_of(naming.TopicName.parse(name), policies), name)
-        index += 1
-    return chosen
-
-
-def get_json(url: str) -> object:
-    with urllib.request.urlopen(url, timeout=30) as reply:  # follows the 307 of a non-owner
-        return json.loads(reply.read())
-
-
-def broker_id(broker: BrokerProcess) -> str:
-    return broker.web_url.removeprefix("http://")
-
-
-def owned(broker: BrokerProcess) -> set[str]:
-    result = get_json(f"{broker.web_url}/admin/v2/brokers/local/{broker_id(broker)}/ownedNamespaces")
-    assert isinstance(result, dict)
-    return set(result)
 
 
 def pulsar_admin(web_url: str, *args: str) -> str:

@@ -135,6 +135,45 @@ class ProxyProcess(ServiceProcess):
         }
 
 
+def get_json(url: str) -> Any:
+    """GET url (following a non-owner's 307) and parse its JSON."""
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=30) as reply:
+        return json.loads(reply.read())
+
+
+def broker_id(broker: ServiceProcess) -> str:
+    """The id a broker registers under (host:webPort)."""
+    return broker.web_url.removeprefix("http://")
+
+
+def owned(broker: ServiceProcess, cluster: str = "local") -> set[str]:
+    """The namespace bundles a broker of a local cluster owns, as it says over HTTP."""
+    result = get_json(
+        f"{broker.web_url}/admin/v2/brokers/{cluster}/{broker_id(broker)}/ownedNamespaces")
+    assert isinstance(result, dict)
+    return set(result)
+
+
+def one_topic_per_bundle() -> dict[Any, str]:
+    """Topic names of public/default chosen so that each of its default bundles holds one."""
+    from pulsar_common import naming
+
+    from pulsar_broker import resources
+    from pulsar_broker.namespace import bundles
+
+    policies = resources.default_policies()
+    chosen: dict[Any, str] = {}
+    index = 0
+    while len(chosen) < resources.DEFAULT_BUNDLES:
+        name = f"persistent://public/default/spread-{index}"
+        chosen.setdefault(bundles.bundle_of(naming.TopicName.parse(name), policies), name)
+        index += 1
+    return chosen
+
+
 def initialize_cluster_metadata(metadata_url: str, cluster: str, web_service_url: str,
                                 broker_service_url: str) -> None:
     subprocess.run(

@@ -17,8 +17,6 @@ from pulsar_broker import testing as broker_testing
 from pulsar_common.wire import frame
 from pulsar_common.wire import pulsar_api_pb2 as pb
 
-
-
 T = pb.BaseCommand
 
 
