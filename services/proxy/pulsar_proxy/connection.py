@@ -205,7 +205,7 @@ class ProxyConnection(_Side):
         forwarded.CopyFrom(connect)
         forwarded.ClearField("proxy_to_broker_url")
         self.peer = broker
-        broker.transport = typing.cast(asyncio.Transport, transport)
+        broker.transport = transport
         broker.transport.write(frame.encode_command(T(type=T.CONNECT, connect=forwarded)))
         self.state = State.RELAYING
         if self._keepalive is not None:  # the client and the broker ping each other now

@@ -17,6 +17,7 @@ import typing
 
 import aiohttp
 import prometheus_client
+import yarl
 from aiohttp import web
 from prometheus_client import registry
 
@@ -30,7 +31,7 @@ FORWARDED_HEADERS = ("Authorization", "Content-Type", "Accept", "X-Pulsar-Auth-M
 #: Response headers passed back to the client.
 RETURNED_HEADERS = ("Content-Type", "Location")
 
-SERVICE_KEY = web.AppKey("service", typing.Any)
+SERVICE_KEY: web.AppKey[ProxyService] = web.AppKey("service")
 REGISTRY_KEY = web.AppKey("registry", registry.CollectorRegistry)
 
 
@@ -60,7 +61,7 @@ async def own_metrics(request: web.Request) -> web.Response:
 
 
 async def broker_metrics(request: web.Request) -> web.Response:
-    service: ProxyService = request.app[SERVICE_KEY]
+    service = request.app[SERVICE_KEY]
     broker = (await service.discovery.brokers(fresh=True)).get(request.match_info["broker_id"])
     if broker is None:
         return web.json_response({"reason": "no such broker is registered"}, status=404)
@@ -68,13 +69,13 @@ async def broker_metrics(request: web.Request) -> web.Response:
 
 
 async def forward(request: web.Request) -> web.Response:
-    service: ProxyService = request.app[SERVICE_KEY]
+    service = request.app[SERVICE_KEY]
     base = await service.discovery.web_url()
     return await _relay(request, base + request.rel_url.raw_path_qs, await request.read())
 
 
 async def _relay(request: web.Request, url: str, body: bytes) -> web.Response:
-    service: ProxyService = request.app[SERVICE_KEY]
+    service = request.app[SERVICE_KEY]
     headers = {k: request.headers[k] for k in FORWARDED_HEADERS if k in request.headers}
     method = request.method
     for _ in range(MAX_REDIRECTS + 1):
@@ -83,7 +84,7 @@ async def _relay(request: web.Request, url: str, body: bytes) -> web.Response:
                                               allow_redirects=False) as reply:
                 location = reply.headers.get("Location")
                 if reply.status in (301, 302, 303, 307, 308) and location:
-                    url = str(reply.url.join(aiohttp.client.URL(location)))
+                    url = str(reply.url.join(yarl.URL(location)))
                     if reply.status == 303:
                         method, body = "GET", b""
                     continue
