@@ -68,11 +68,17 @@ def _configure(settings: kopf.OperatorSettings) -> None:
     settings.networking.request_timeout = 60
 
 
+def _stored(value: Any) -> Any:
+    """`value` as the API server keeps it after a merge patch: a null removes its field, at any depth."""
+    if isinstance(value, dict):
+        return {key: _stored(item) for key, item in value.items() if item is not None}
+    return value
+
+
 def _set_status(patch: kopf.Patch, body: kopf.Body, status: dict[str, Any]) -> None:
     """Write only the status fields that changed; an unchanged status writes nothing."""
     old = services.plain(body.get("status") or {})
-    changed = {key: value for key, value in status.items()
-               if (key in old or value is not None) and old.get(key) != value}
+    changed = {key: value for key, value in status.items() if _stored(old.get(key)) != _stored(value)}
     if changed:
         patch["status"] = changed
 
@@ -97,7 +103,7 @@ def register(registry: kopf.OperatorRegistry, runtime: Runtime, *, function_mesh
     _register_pulsar_resource(registry, runtime, interval, "tenant", services.sync_tenant)
     _register_pulsar_resource(registry, runtime, interval, "namespace", services.sync_namespace)
     for key in ("function", "functionmesh") if function_mesh else ("function",):
-        _register_function(registry, runtime, interval, key)
+        _register_function(registry, interval, key)
 
 
 #: Seconds before kopf retries a failed change handler (its default is 60).
@@ -147,10 +153,10 @@ def _register_pulsar_resource(
     kopf.on.delete(group, version, plural, registry=registry, id="cleanup")(delete)
 
 
-def _register_function(registry: kopf.OperatorRegistry, runtime: Runtime, interval: float, key: str) -> None:
+def _register_function(registry: kopf.OperatorRegistry, interval: float, key: str) -> None:
+    """Functions get a status only: no function runtime exists in this release."""
     async def reconcile(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
-        _set_status(patch, body, await services.reconcile_function(services.plain(body), runtime.client(),
-                                                                   runtime.config))
+        _set_status(patch, body, services.reconcile_function(services.plain(body)))
 
     _changes(registry, key, reconcile, "reconcile")
     _timer(registry, key, reconcile, interval)

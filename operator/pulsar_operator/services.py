@@ -35,7 +35,6 @@ logger = logging.getLogger(__name__)
 class OperatorConfig:
     """Settings from the command line."""
 
-    function_image: str = "pulsar-py:0.1.0"
     resync_interval_s: float = 30.0
 
 
@@ -156,19 +155,6 @@ async def delete_in_pulsar(body: dict[str, Any], client: kube.KubeClient, admins
     return f"{what} deleted in Pulsar"
 
 
-async def reconcile_function(body: dict[str, Any], client: kube.KubeClient, config: OperatorConfig) -> dict[str, Any]:
-    meta = body["metadata"]
-    namespace = meta.get("namespace") or "default"
-    name = function_reconcile.child_name(body)
-    spec = body.get("spec") or {}
-    service_urls = None
-    if not (spec.get("pulsar") or {}).get("pulsarConfig") and (spec.get("clusterRef") or {}).get("name"):
-        cluster = await client.get(ObjectRef(naming.API_VERSION, "PulsarCluster", namespace, spec["clusterRef"]["name"]))
-        service_urls = ((cluster or {}).get("status") or {}) or None
-    observed = await client.get(_sts_ref(namespace, name))
-    hpa = await client.get(ObjectRef("autoscaling/v2", "HorizontalPodAutoscaler", namespace, name))
-    plan = function_reconcile.reconcile(body, observed, image=config.function_image, service_urls=service_urls,
-                                        hpa_exists=hpa is not None, now=now_iso())
-    if plan.objects or plan.deletions:
-        await applier.apply(client, plan.objects, plan.deletions)
-    return dict(plan.status)
+def reconcile_function(body: dict[str, Any]) -> dict[str, Any]:
+    """Status of a Function; no function runtime exists yet, so nothing is applied."""
+    return dict(function_reconcile.reconcile(body, now_iso()).status)

@@ -63,28 +63,27 @@ MINI_CHILDREN = {
     ("StatefulSet", "pulsar-mini-broker"),
     ("ConfigMap", "pulsar-mini-proxy"), ("Service", "pulsar-mini-proxy"), ("Service", "pulsar-mini-proxy-headless"),
     ("StatefulSet", "pulsar-mini-proxy"),
-    ("ConfigMap", "pulsar-mini-functions-worker"), ("Service", "pulsar-mini-functions-worker"),
-    ("Service", "pulsar-mini-functions-worker-headless"), ("StatefulSet", "pulsar-mini-functions-worker"),
     ("ConfigMap", "pulsar-mini-service-urls"),
 }
 PROXY = {n for n in MINI_CHILDREN if "proxy" in n[1]}
-WORKER = {n for n in MINI_CHILDREN if "functions-worker" in n[1]}
+WORKER = {("ConfigMap", "pulsar-mini-functions-worker"), ("Service", "pulsar-mini-functions-worker"),
+          ("Service", "pulsar-mini-functions-worker-headless"), ("StatefulSet", "pulsar-mini-functions-worker")}
 ETCD = {n for n in MINI_CHILDREN if "etcd" in n[1]}
 
 
 @pytest.mark.parametrize(("changes", "expected"), [
     ({}, MINI_CHILDREN),
     ({"proxy__enabled": False}, MINI_CHILDREN - PROXY),
-    ({"functionsWorker": None}, MINI_CHILDREN - WORKER),
+    ({"functionsWorker": {"enabled": True}}, MINI_CHILDREN),
     ({"etcd": {"externalEndpoints": ["http://etcd-0.example:2379"]}}, MINI_CHILDREN - ETCD),
-], ids=["sample", "no-proxy", "worker-off-by-default", "external-etcd"])
+], ids=["sample", "no-proxy", "worker-not-in-this-release", "external-etcd"])
 def test_cluster_becomes_the_children_its_components_need(example: Example, changes: dict[str, Any],
                                                            expected: set[tuple[str, str]]) -> None:
     plan = cluster_reconcile.reconcile(cluster(example, **changes), {}, NOW)
     assert names(plan.objects) == expected
-    # Whatever is switched off is deleted (if we made it), whatever is on is not.
+    # Whatever is switched off (and the functions worker, always) is deleted if we made it.
     deleted = {(ref.kind, ref.name) for ref in plan.deletions}
-    assert deleted == {n for n in MINI_CHILDREN - expected if n[0] != "PodDisruptionBudget"}
+    assert deleted == {n for n in MINI_CHILDREN - expected if n[0] != "PodDisruptionBudget"} | WORKER
 
 
 @pytest.mark.parametrize("changes", [
@@ -142,8 +141,6 @@ def test_bookies_get_journal_and_ledger_volumes_a_pdb_and_anti_affinity(example:
      ("/status.html", 8080), ("/admin/v2/brokers/ready", 8080)),
     ("proxy", ["pulsar", "proxy", "--config", "/pulsar/conf/proxy.conf"], {6650, 8080},
      ("/status.html", 8080), ("/status.html", 8080)),
-    ("functions-worker", ["pulsar", "functions-worker", "--config", "/pulsar/conf/functions_worker.conf"], {6750},
-     ("/status.html", 6750), ("/status.html", 6750)),
     ("etcd", ["etcd", "--name", "$(POD_NAME)", "--data-dir", "/var/lib/etcd"], {2379, 2380},
      ("/health", 2379), ("/health", 2379)),
 ])
@@ -272,6 +269,24 @@ def test_status_reports_replicas_urls_and_readiness(example: Example) -> None:
         "replicas": 2, "readyReplicas": 2, "desiredReplicas": 2,
         "selector": "app.kubernetes.io/component=broker,app.kubernetes.io/instance=pulsar-mini,"
                     "app.kubernetes.io/name=pulsar"}
+
+
+def test_an_enabled_functions_worker_is_a_warning_condition_and_ready_still_follows_the_rest(
+    example: Example,
+) -> None:
+    body = cluster(example, functionsWorker={"enabled": True, "replicas": 2})
+    first = cluster_reconcile.reconcile(body, {}, NOW)
+    assert not any("functions-worker" in o["metadata"]["name"] for o in first.objects)
+    warning = condition(first.status, "FunctionsWorkerAvailable")
+    assert (warning["status"], warning["reason"]) == ("False", "NotInThisRelease")
+    assert "spec.functionsWorker.enabled" in warning["message"]
+    assert first.status["components"]["functionsWorker"] is None
+    body["status"] = first.status
+    ready = cluster_reconcile.reconcile(body, ready_sets(first.objects), LATER)
+    assert condition(ready.status, "Ready")["status"] == "True"
+    assert condition(ready.status, "FunctionsWorkerAvailable")["lastTransitionTime"] == NOW
+    assert "FunctionsWorkerAvailable" not in {c["type"] for c in cluster_reconcile.reconcile(
+        cluster(example), {}, NOW).status["conditions"]}
 
 
 def test_without_a_proxy_clients_use_the_brokers(example: Example) -> None:

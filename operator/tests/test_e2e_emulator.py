@@ -112,12 +112,12 @@ async def env(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Env]:
 
 
 CLUSTER_CHILDREN = [
-    f"{APPS}/pulsar-mini-{c}" for c in ("etcd", "bookie", "broker", "proxy", "functions-worker")
+    f"{APPS}/pulsar-mini-{c}" for c in ("etcd", "bookie", "broker", "proxy")
 ] + [
     f"{CORE}/services/pulsar-mini-{s}" for s in ("etcd", "etcd-headless", "bookie", "broker", "broker-headless",
-                                                  "proxy", "proxy-headless", "functions-worker")
+                                                  "proxy", "proxy-headless")
 ] + [
-    f"{CORE}/configmaps/pulsar-mini-{c}" for c in ("bookie", "broker", "proxy", "functions-worker", "service-urls")
+    f"{CORE}/configmaps/pulsar-mini-{c}" for c in ("bookie", "broker", "proxy", "service-urls")
 ] + [f"/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets/pulsar-mini-bookie"]
 
 
@@ -148,7 +148,7 @@ async def test_a_replicas_change_updates_the_statefulset_and_status(env: Env) ->
 
 async def test_ready_replicas_of_the_statefulsets_reach_the_cluster_status(env: Env) -> None:
     # The emulator runs no StatefulSet controller: report pods ready the way it would.
-    for component, replicas in (("etcd", 1), ("bookie", 3), ("broker", 3), ("proxy", 1), ("functions-worker", 1)):
+    for component, replicas in (("etcd", 1), ("bookie", 3), ("broker", 3), ("proxy", 1)):
         await env.patch_status(f"{APPS}/pulsar-mini-{component}", {"replicas": replicas, "readyReplicas": replicas})
     cluster = await env.wait(f"{GROUP_PATH}/pulsarclusters/pulsar-mini",
                              lambda o: cond(o, "Ready").get("status") == "True", "Ready=True")
@@ -195,36 +195,20 @@ async def test_an_invalid_cluster_is_reported_and_gets_no_children(env: Env) -> 
     assert await env.get(f"{APPS}/broken-broker") is None
 
 
-async def test_a_function_mesh_function_becomes_instances_and_an_hpa(env: Env) -> None:
+@pytest.mark.parametrize(("api_version", "path"), [
+    ("compute.functionmesh.io/v1alpha1", "/apis/compute.functionmesh.io/v1alpha1/namespaces/default/functions"),
+    ("pulsar.pulsar-py.dev/v1alpha1", f"{GROUP_PATH}/functions"),
+], ids=["function-mesh", "ours"])
+async def test_a_function_runs_nothing_and_reports_that_no_runtime_exists(env: Env, api_version: str,
+                                                                          path: str) -> None:
     doc = example("function.yaml")
+    doc["apiVersion"] = api_version
     await env.apply(doc)
-    hpa_path = f"/apis/autoscaling/v2/namespaces/{NS}/horizontalpodautoscalers/exclamation-function"
-    sts = await env.wait(f"{APPS}/exclamation-function", lambda o: True, "function StatefulSet")
-    assert sts["spec"]["template"]["spec"]["containers"][0]["command"][:2] == ["pulsar", "function-instance"]
-    await env.wait(f"{CORE}/services/exclamation-function", lambda o: True, "function Service")
-    config = await env.wait(f"{CORE}/configmaps/exclamation-function", lambda o: True, "function ConfigMap")
-    assert '"className": "exclamation_function.ExclamationFunction"' in config["data"]["function.json"]
-    hpa = await env.wait(hpa_path, lambda o: True, "HPA")
-    assert hpa["spec"]["maxReplicas"] == 3
-    del doc["spec"]["maxReplicas"]
-    await env.apply(doc)
-    await env.wait(hpa_path.rsplit("/", 1)[0], lambda o: not o.get("items"), "HPA deleted")
-    assert await env.get(hpa_path) is None
-    function = await env.wait("/apis/compute.functionmesh.io/v1alpha1/namespaces/default/functions/exclamation",
-                              lambda o: cond(o, "Ready"), "function status")
-    assert function["status"]["selector"].startswith("app.kubernetes.io/component=function")
-
-
-async def test_our_own_function_kind_is_reconciled_too(env: Env) -> None:
-    doc = example("function.yaml")
-    doc["apiVersion"] = "pulsar.pulsar-py.dev/v1alpha1"
-    doc["metadata"]["name"] = "shout"
-    doc["spec"].pop("maxReplicas")
-    doc["spec"]["replicas"] = 2
-    await env.apply(doc)
-    sts = await env.wait(f"{APPS}/shout-function", lambda o: True, "StatefulSet of our Function")
-    assert sts["spec"]["replicas"] == 2
-    assert sts["metadata"]["ownerReferences"][0]["apiVersion"] == "pulsar.pulsar-py.dev/v1alpha1"
+    function = await env.wait(f"{path}/exclamation", lambda o: cond(o, "Ready"), "function status")
+    assert cond(function, "Ready")["reason"] == "FunctionRuntimeNotAvailable"
+    # The status is written after the children are applied: none exist, so none were planned.
+    assert await env.get(f"{APPS}/exclamation-function") is None
+    assert await env.get(f"{CORE}/configmaps/exclamation-function") is None
 
 
 async def test_a_tenant_on_an_unreachable_cluster_reports_the_error(env: Env) -> None:

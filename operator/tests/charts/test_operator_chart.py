@@ -22,7 +22,6 @@ OPERATOR_USES: dict[tuple[str, str], set[str]] = {
     ("", "services"): ALL_VERBS_ON_OWNED,
     ("", "configmaps"): ALL_VERBS_ON_OWNED,
     ("policy", "poddisruptionbudgets"): ALL_VERBS_ON_OWNED,
-    ("autoscaling", "horizontalpodautoscalers"): ALL_VERBS_ON_OWNED,
     ("batch", "jobs"): ALL_VERBS_ON_OWNED,
     ("", "pods"): {"get", "list", "watch"},
     ("", "events"): {"create"},
