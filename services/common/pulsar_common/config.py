@@ -1,14 +1,28 @@
 """Reading configuration in Apache's `key=value` style (broker.conf, bookkeeper.conf).
 
 Each service declares its settings as a frozen dataclass whose fields carry the
-Apache key name in their metadata; `load` fills it from a file and from
-`--conf key=value` overrides given on the command line.
+Apache key name in their metadata; `load` fills it from a file, then from the
+environment, then from `--conf key=value` overrides given on the command line.
+
+Apache's rules, so its stock files and images work unchanged:
+- a file is Java properties: `#`/`!` comments, `key=value`, `key: value` or
+  `key value`, white space around keys and values ignored, a trailing `\\`
+  continues the value on the next line;
+- an empty value (`advertisedAddress=`) means "not set": the default applies;
+- the environment overrides the file: `PULSAR_PREFIX_<key>=value` sets any key,
+  and a variable named exactly like a known key sets that key (what Apache's
+  images do with `apply-config-from-env.py`);
+- keys this service does not implement are ignored, with one warning that
+  names them all.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
+import os
 import pathlib
+import re
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -17,6 +31,11 @@ from typing import Any, TypeVar
 from pulsar_common import errors
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+#: Environment variables named PULSAR_PREFIX_<key> set <key>, as in Apache's images.
+ENV_PREFIX = "PULSAR_PREFIX_"
+_SEPARATOR = re.compile(r"\s*[=:]\s*|\s+")
 
 
 def setting(key: str, default: Any, doc: str = "") -> Any:
@@ -25,16 +44,24 @@ def setting(key: str, default: Any, doc: str = "") -> Any:
 
 
 def read_properties(text: str) -> dict[str, str]:
-    """Parse `key=value` lines; '#' starts a comment line, blank lines are skipped."""
+    """Parse Java properties text (see the module docstring for the rules we follow)."""
     result: dict[str, str] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
+    lines = iter(enumerate(text.splitlines(), start=1))
+    for number, raw in lines:
         line = raw.strip()
         if not line or line.startswith(("#", "!")):
             continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            raise errors.ConfigError(f"line {number}: expected key=value, got {raw!r}")
-        result[key.strip()] = value.strip()
+        while line.endswith("\\") and not line.endswith("\\\\"):
+            following = next(lines, None)
+            line = line[:-1] + ("" if following is None else following[1].strip())
+        match = _SEPARATOR.search(line)
+        if match is None:
+            key, value = line, ""
+        else:
+            key, value = line[:match.start()], line[match.end():]
+        if not key:
+            raise errors.ConfigError(f"line {number}: no key in {raw!r}")
+        result[key] = value.strip()
     return result
 
 
@@ -71,56 +98,95 @@ def keys_of(cls: type[Any]) -> dict[str, dataclasses.Field[Any]]:
     return {f.metadata.get("key", f.name): f for f in dataclasses.fields(cls)}
 
 
+def from_environment(known: Iterable[str],
+                     environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Settings the environment gives: PULSAR_PREFIX_<key> for any key, and variables named
+    exactly like a known key."""
+    env = os.environ if environ is None else environ
+    found = {name[len(ENV_PREFIX):]: value for name, value in env.items()
+             if name.startswith(ENV_PREFIX) and len(name) > len(ENV_PREFIX)}
+    for key in known:
+        if key in env and key not in found:
+            found[key] = env[key]
+    return found
+
+
+def _gather(path: str | pathlib.Path | None, known: Iterable[str],
+            environ: Mapping[str, str] | None) -> dict[str, str]:
+    values: dict[str, str] = {}
+    if path is not None:
+        values.update(read_properties(pathlib.Path(path).read_text()))
+    values.update(from_environment(known, environ))
+    return values
+
+
+def _warn_unknown(keys: Iterable[str], where: str | pathlib.Path | None) -> None:
+    unknown = sorted(keys)
+    if unknown:
+        log.warning("ignoring %d setting(s) this service does not implement (%s): %s",
+                    len(unknown), where or "environment", ", ".join(unknown))
+
+
+def _build(cls: type[T], values: Mapping[str, str]) -> T:
+    known = keys_of(cls)
+    hints = typing.get_type_hints(cls)
+    kwargs: dict[str, Any] = {}
+    for key, raw in values.items():
+        f = known.get(key)
+        if f is None or raw == "":  # empty means "not set": the default applies
+            continue
+        kwargs[f.name] = _convert(key, raw, hints[f.name])
+    return cls(**kwargs)
+
+
+def _check_overrides(overrides: Mapping[str, str], known: list[dict[str, Any]]) -> None:
+    for key in overrides:
+        if not any(key in keys for keys in known):
+            raise errors.ConfigError(f"unknown setting {key!r}")
+
+
 def load(
     cls: type[T],
     path: str | pathlib.Path | None = None,
     overrides: Mapping[str, str] | None = None,
     *,
     strict: bool = False,
+    environ: Mapping[str, str] | None = None,
 ) -> T:
-    """Build cls from a properties file and overrides (overrides win).
+    """Build cls from a properties file, the environment and overrides (overrides win).
 
-    Unknown keys are ignored (Apache's files carry many settings we do not
-    implement) unless strict is set; keys given as overrides must be known.
+    Unknown keys are ignored with a warning (Apache's files carry many settings we
+    do not implement) unless strict is set; keys given as overrides must be known.
     """
-    values: dict[str, str] = {}
-    if path is not None:
-        values.update(read_properties(pathlib.Path(path).read_text()))
     known = keys_of(cls)
-    hints = typing.get_type_hints(cls)
-    for key in overrides or {}:
-        if key not in known:
-            raise errors.ConfigError(f"unknown setting {key!r}")
+    _check_overrides(overrides or {}, [known])
+    values = _gather(path, known, environ)
+    unknown = [key for key in values if key not in known]
+    if unknown and strict:
+        raise errors.ConfigError(f"unknown setting {unknown[0]!r}")
+    _warn_unknown(unknown, path)
     values.update(overrides or {})
-    kwargs: dict[str, Any] = {}
-    for key, raw in values.items():
-        f = known.get(key)
-        if f is None:
-            if strict:
-                raise errors.ConfigError(f"unknown setting {key!r}")
-            continue
-        kwargs[f.name] = _convert(key, raw, hints[f.name])
-    return cls(**kwargs)
+    return _build(cls, values)
 
 
 def load_many(
     classes: Iterable[type[Any]],
     path: str | pathlib.Path | None = None,
     overrides: Mapping[str, str] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
 ) -> list[Any]:
     """Load several settings classes from one file (as `pulsar standalone` reads broker,
     managed-ledger and bookie keys from one broker.conf); each override must be known
     to at least one of them."""
     classes = list(classes)
-    overrides = dict(overrides or {})
     known = [keys_of(cls) for cls in classes]
-    for key in overrides:
-        if not any(key in keys for keys in known):
-            raise errors.ConfigError(f"unknown setting {key!r}")
-    return [
-        load(cls, path, {k: v for k, v in overrides.items() if k in keys})
-        for cls, keys in zip(classes, known)
-    ]
+    _check_overrides(overrides or {}, known)
+    all_keys = {key for keys in known for key in keys}
+    values = _gather(path, all_keys, environ)
+    _warn_unknown((key for key in values if key not in all_keys), path)
+    values.update(overrides or {})
+    return [_build(cls, values) for cls in classes]
 
 
 def render(settings: Any) -> str:
