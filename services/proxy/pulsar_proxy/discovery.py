@@ -35,7 +35,7 @@ def host_port(url: str) -> tuple[str, int]:
         port = parsed.port
     except ValueError as exc:
         raise ValueError(f"bad port in {url!r}") from exc
-    if parsed.scheme not in ("pulsar", "http") or not parsed.hostname or port is None \
+    if parsed.scheme not in ("http", "pulsar") or not parsed.hostname or port is None \
             or parsed.path not in ("", "/"):
         raise ValueError(f"not a host:port, pulsar:// or http:// address: {url!r}")
     return parsed.hostname, port
