@@ -46,6 +46,10 @@ class BrokerConfig:
         "allowAutoTopicCreationType", "non-partitioned", "non-partitioned or partitioned"
     )
     default_num_partitions: int = setting("defaultNumPartitions", 1)
+    max_num_partitions_per_partitioned_topic: int = setting(
+        "maxNumPartitionsPerPartitionedTopic", 10_000,
+        "Most partitions a partitioned topic may have (0: no limit; Apache's default is 0, "
+        "see docs/design-choices.md)")
     allow_auto_subscription_creation: bool = setting("allowAutoSubscriptionCreation", True)
     broker_deduplication_enabled: bool = setting("brokerDeduplicationEnabled", False)
     keep_alive_interval_seconds: int = setting("keepAliveIntervalSeconds", 30)
@@ -130,6 +134,12 @@ def _validate(conf: BrokerConfig) -> None:
         raise errors.ConfigError("allowAutoTopicCreationType must be non-partitioned or partitioned")
     if conf.metadata_store_session_timeout_millis < 1000:
         raise errors.ConfigError("metadataStoreSessionTimeoutMillis must be at least 1000")
+    if conf.max_num_partitions_per_partitioned_topic < 0:
+        raise errors.ConfigError("maxNumPartitionsPerPartitionedTopic must be 0 (no limit) or more")
+    if (conf.max_num_partitions_per_partitioned_topic
+            and conf.default_num_partitions > conf.max_num_partitions_per_partitioned_topic):
+        raise errors.ConfigError(
+            "defaultNumPartitions must not exceed maxNumPartitionsPerPartitionedTopic")
     if conf.max_message_size <= 0:
         raise errors.ConfigError("maxMessageSize must be positive")
     if conf.backlog_quota_default_retention_policy not in BACKLOG_QUOTA_POLICIES:

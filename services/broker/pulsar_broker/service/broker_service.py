@@ -223,13 +223,24 @@ class BrokerService:
             names.update(await self.resources.list_persistent_topics(ns))
             for parent in await self.resources.list_partitioned_topics(ns, "persistent"):
                 count = await self.resources.get_partitions(naming.TopicName.parse(parent))
-                names.update(f"{parent}-partition-{i}" for i in range(count))
+                await _add_partition_names(names, parent, self._listed_partitions(parent, count))
             names.update(str(t.name) for t in self.loaded_topics if t.name.namespace_name == ns)
         result = sorted(names)
         if pattern:
             regex = re.compile(pattern if "://" in pattern else f"persistent://{pattern}")
             result = [n for n in result if regex.fullmatch(n)]
         return result
+
+    def _listed_partitions(self, parent: str, count: int) -> int:
+        """Partitions of parent to list: a count stored above maxNumPartitionsPerPartitionedTopic
+        (before the limit existed) is cut to it, so no listing builds millions of names."""
+        highest = self.config.max_num_partitions_per_partitioned_topic
+        if highest and count > highest:
+            log.warning("partitioned topic %s has %d partitions, more than "
+                        "maxNumPartitionsPerPartitionedTopic=%d; listing the first %d",
+                        parent, count, highest, highest)
+            return highest
+        return count
 
     async def close(self) -> None:
         await self.policies.close()
@@ -242,6 +253,19 @@ class BrokerService:
         self._topics.clear()
         await self.ledger_factory.shutdown()
         await self.namespaces.close()
+
+
+#: Partition names built between two yields to the event loop while listing a namespace.
+_NAMES_PER_YIELD = 1000
+
+
+async def _add_partition_names(names: set[str], parent: str, count: int) -> None:
+    """Add parent's partition names, yielding to the loop between chunks so that a large
+    listing never holds up other connections."""
+    for start in range(0, count, _NAMES_PER_YIELD):
+        names.update(f"{parent}-partition-{i}"
+                     for i in range(start, min(count, start + _NAMES_PER_YIELD)))
+        await asyncio.sleep(0)
 
 
 def _falls_into(topic: naming.TopicName, bundle: NamespaceBundle) -> bool:

@@ -215,13 +215,20 @@ def _auto_topic_creation(body: Any) -> dict[str, Any]:
     override: dict[str, Any] = {"allowAutoTopicCreation": body["allowAutoTopicCreation"],
                                 "topicType": topic_type}
     if topic_type == "partitioned":
-        partitions = body.get("defaultNumPartitions")
-        if not isinstance(partitions, int) or partitions <= 0:
+        partitions = rest.java_int(body.get("defaultNumPartitions"), "defaultNumPartitions")
+        if partitions <= 0:
             raise errors.InvalidRequestError(
                 "Invalid configuration for autoTopicCreationOverride: "
                 "defaultNumPartitions must be positive for partitioned topics")
         override["defaultNumPartitions"] = partitions
     return override
+
+
+def _auto_topic_creation_limits(value: dict[str, Any], conf: BrokerConfig) -> None:
+    highest = conf.max_num_partitions_per_partitioned_topic
+    if highest and value.get("defaultNumPartitions", 0) > highest:
+        raise rest.NotAcceptableError(
+            f"Number of partitions should be less than or equal to {highest}")
 
 
 def _persistence(body: Any) -> dict[str, Any]:
@@ -272,7 +279,8 @@ _simple_policy("/retention", "retention_policies", _retention)
 _simple_policy("/messageTTL", "message_ttl_in_seconds", _non_negative_int)
 _simple_policy("/deduplication", "deduplicationEnabled", _boolean)
 _simple_policy("/persistence", "persistence", _persistence, limits=_persistence_limits)
-_simple_policy("/autoTopicCreation", "autoTopicCreationOverride", _auto_topic_creation)
+_simple_policy("/autoTopicCreation", "autoTopicCreationOverride", _auto_topic_creation,
+               limits=_auto_topic_creation_limits)
 _simple_policy("/delayedDelivery", "delayed_delivery_policies", _delayed_delivery)
 _simple_policy("/isAllowAutoUpdateSchema", "is_allow_auto_update_schema", _boolean)
 _simple_policy("/schemaValidationEnforced", "schema_validation_enforced", _boolean,

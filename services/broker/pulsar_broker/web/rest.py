@@ -23,6 +23,11 @@ _NAME_RE = re.compile(r"[-=:.\w]+")
 
 DOMAINS = "{domain:persistent|non-persistent}"
 
+#: Apache reads these fields as Java ints (long for JAVA_LONG_MAX); a bigger JSON number is
+#: a 400 there (the body does not deserialize), never a value to store.
+JAVA_INT_MAX = 2**31 - 1
+JAVA_LONG_MAX = 2**63 - 1
+
 
 class InvalidNameError(errors.BrokerError):
     """A tenant, namespace, cluster or topic name that Pulsar does not accept."""
@@ -75,6 +80,16 @@ async def body_json(request: web.Request, default: Any = None) -> Any:
         return json.loads(raw)
     except ValueError as exc:
         raise errors.InvalidRequestError(f"Request body is not valid JSON: {exc}") from exc
+
+
+def java_int(value: Any, what: str, highest: int = JAVA_INT_MAX) -> int:
+    """value as Apache's JSON binding reads an int field: a number (a numeric string too)
+    within the Java type's range; anything else is 400 Bad Request."""
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not -highest - 1 <= value <= highest:
+        raise errors.InvalidRequestError(f"{what} must be an integer of at most {highest}")
+    return value
 
 
 def query_flag(request: web.Request, name: str, default: bool = False) -> bool:

@@ -16,17 +16,18 @@ NS = "/admin/v2/" + rest.DOMAINS + "/{tenant}/{namespace}"
 TOPIC = NS + "/{topic}"
 
 
-def _partition_count(body: Any) -> int:
-    """The body is a number; a PartitionedTopicMetadata object is accepted too."""
+def _partition_count(body: Any, highest: int) -> int:
+    """The body is a number (a Java int); a PartitionedTopicMetadata object is accepted too.
+    highest is maxNumPartitionsPerPartitionedTopic (0: no limit)."""
     if isinstance(body, dict) and "partitions" in body:
         body = body["partitions"]
-    if isinstance(body, str) and body.strip().lstrip("-").isdigit():
-        body = int(body)
-    if isinstance(body, bool) or not isinstance(body, int):
-        raise errors.InvalidRequestError("The body must be the number of partitions")
-    if body <= 0:
+    count = rest.java_int(body, "The number of partitions")
+    if count <= 0:
         raise rest.NotAcceptableError("Number of partitions should be more than 0")
-    return body
+    if highest and count > highest:
+        raise rest.NotAcceptableError(
+            f"Number of partitions should be less than or equal to {highest}")
+    return count
 
 
 @routes.get(NS)
@@ -79,7 +80,8 @@ async def delete_topic(request: web.Request) -> web.Response:
 async def create_partitioned_topic(request: web.Request) -> web.Response:
     name = rest.topic_name(request)
     service = rest.service(request)
-    count = _partition_count(await rest.body_json(request))
+    count = _partition_count(await rest.body_json(request),
+                             service.config.max_num_partitions_per_partitioned_topic)
     topic_access.check_persistent(name)
     if name.partition_index >= 0:
         raise errors.PreconditionFailedError(
@@ -98,7 +100,8 @@ async def create_partitioned_topic(request: web.Request) -> web.Response:
 async def update_partitioned_topic(request: web.Request) -> web.Response:
     name = rest.topic_name(request)
     service = rest.service(request)
-    count = _partition_count(await rest.body_json(request))
+    count = _partition_count(await rest.body_json(request),
+                             service.config.max_num_partitions_per_partitioned_topic)
     current = await service.resources.get_partitions(name)
     if current == 0:
         raise errors.NotFoundError("Partitioned topic does not exist")
