@@ -17,10 +17,42 @@ from pulsar_common import errors
 PARTITION_SUFFIX = "-partition-"
 _PARTITION_RE = re.compile(r"^(.*)-partition-(\d+)$")
 _NAME_RE = re.compile(r"^[-=:.\w]+$")
+#: Longest tenant, namespace or topic (local) name. Apache sets no limit; names become keys
+#: in the metadata store and the names of managed ledgers, so a megabyte name must not be one.
+NAME_LENGTH_MAX = 1024
+#: Partition indexes are Java ints in the protocol (MessageIdData.partition).
+PARTITION_INDEX_MAX = 2**31 - 1
+#: Path steps that would name another node in the metadata store.
+_RELATIVE_STEPS = frozenset({".", ".."})
+
+
+def _valid_part(part: str) -> bool:
+    """A tenant or namespace name: Apache's characters, not a relative path step, not huge."""
+    return (len(part) <= NAME_LENGTH_MAX and part not in _RELATIVE_STEPS
+            and _NAME_RE.match(part) is not None)
+
+
+def valid_name(part: str) -> bool:
+    """Whether part may be a tenant, namespace or cluster name."""
+    return _valid_part(part)
 
 
 class InvalidTopicNameError(errors.PulsarError):
     """The text is not a valid topic or namespace name."""
+
+
+def _shown(text: str) -> str:
+    """text for an error message, cut so that a huge name does not make a huge reply."""
+    return repr(text) if len(text) <= 200 else f"{text[:200]!r}... ({len(text)} characters)"
+
+
+def _valid_local(local: str) -> bool:
+    """A topic's local name: any characters but '/', not a relative path step, not huge,
+    and a -partition-N suffix whose N is a partition index the protocol can carry."""
+    if "/" in local or local in _RELATIVE_STEPS or len(local) > NAME_LENGTH_MAX:
+        return False
+    match = _PARTITION_RE.match(local)
+    return match is None or int(match.group(2)) <= PARTITION_INDEX_MAX
 
 
 class TopicDomain(enum.Enum):
@@ -36,8 +68,8 @@ class NamespaceName:
     @classmethod
     def parse(cls, text: str) -> NamespaceName:
         parts = text.split("/")
-        if len(parts) != 2 or not all(_NAME_RE.match(p) for p in parts):
-            raise InvalidTopicNameError(f"invalid namespace name {text!r}")
+        if len(parts) != 2 or not all(_valid_part(p) for p in parts):
+            raise InvalidTopicNameError(f"invalid namespace name {_shown(text)}")
         return cls(parts[0], parts[1])
 
     def __str__(self) -> str:
@@ -61,18 +93,15 @@ class TopicName:
             try:
                 domain = TopicDomain(scheme)
             except ValueError as exc:
-                raise InvalidTopicNameError(f"invalid topic domain in {text!r}") from exc
+                raise InvalidTopicNameError(f"invalid topic domain in {_shown(text)}") from exc
         elif "/" not in text:
             rest = f"public/default/{text}"
         parts = rest.split("/", 2)
         if len(parts) != 3 or not all(parts):
-            raise InvalidTopicNameError(f"invalid topic name {text!r}")
+            raise InvalidTopicNameError(f"invalid topic name {_shown(text)}")
         tenant, namespace, local = parts
-        for part in (tenant, namespace):
-            if not _NAME_RE.match(part):
-                raise InvalidTopicNameError(f"invalid topic name {text!r}")
-        if "/" in local:
-            raise InvalidTopicNameError(f"invalid topic name {text!r}")
+        if not (_valid_part(tenant) and _valid_part(namespace)) or not _valid_local(local):
+            raise InvalidTopicNameError(f"invalid topic name {_shown(text)}")
         return cls(domain, tenant, namespace, local)
 
     @classmethod

@@ -37,7 +37,9 @@ def initial_policies(body: Any, cluster: str) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise errors.InvalidRequestError("Policies must be a JSON object")
     bundles = body.get("bundles") or {}
-    count = int(bundles.get("numBundles") or resources.DEFAULT_BUNDLES)
+    if not isinstance(bundles, dict):
+        raise errors.InvalidRequestError("bundles must be a JSON object")
+    count = rest.java_int(bundles.get("numBundles") or resources.DEFAULT_BUNDLES, "numBundles")
     if count <= 0:
         raise errors.PreconditionFailedError("Invalid number of bundles")
     policies = resources.default_policies(count)
@@ -164,11 +166,9 @@ def _simple_policy(path: str, field: str, check: Callable[[Any], Any],
 def _retention(body: Any) -> dict[str, int]:
     if not isinstance(body, dict):
         raise errors.InvalidRequestError("Retention policies must be a JSON object")
-    try:
-        minutes = int(body.get("retentionTimeInMinutes", 0))
-        size_mb = int(body.get("retentionSizeInMB", 0))
-    except (TypeError, ValueError) as exc:
-        raise errors.InvalidRequestError("Retention values must be integers") from exc
+    minutes = rest.java_int(body.get("retentionTimeInMinutes", 0), "retentionTimeInMinutes")
+    size_mb = rest.java_int(body.get("retentionSizeInMB", 0), "retentionSizeInMB",
+                            rest.JAVA_LONG_MAX)
     if minutes < -1 or size_mb < -1:
         raise errors.PreconditionFailedError("Retention values must be -1 (infinite) or more")
     if (minutes == 0) != (size_mb == 0):
@@ -180,9 +180,11 @@ def _retention(body: Any) -> dict[str, int]:
 
 
 def _non_negative_int(body: Any) -> int:
-    if isinstance(body, bool) or not isinstance(body, int) or body < 0:
+    """An int field (message TTL in seconds): a Java int (400 otherwise), not negative (412)."""
+    value = rest.java_int(body, "Value")
+    if value < 0:
         raise errors.PreconditionFailedError("Invalid value: must be a non-negative integer")
-    return body
+    return value
 
 
 def _delayed_delivery(body: Any) -> dict[str, Any]:
@@ -190,8 +192,8 @@ def _delayed_delivery(body: Any) -> dict[str, Any]:
     which is refused when set (no limit on delays is enforced yet)."""
     if not isinstance(body, dict) or not isinstance(body.get("active", True), bool):
         raise errors.InvalidRequestError("Delayed delivery policies need a boolean 'active'")
-    tick = body.get("tickTime", 1000)
-    if isinstance(tick, bool) or not isinstance(tick, int) or tick <= 0:
+    tick = rest.java_int(body.get("tickTime", 1000), "tickTime", rest.JAVA_LONG_MAX)
+    if tick <= 0:
         raise errors.InvalidRequestError("tickTime must be a positive number of milliseconds")
     if body.get("maxDeliveryDelayInMillis"):
         raise errors.InvalidRequestError("maxDeliveryDelayInMillis is not supported yet")
@@ -326,13 +328,10 @@ async def set_backlog_quota(request: web.Request) -> web.Response:
     body = await rest.body_json(request)
     if not isinstance(body, dict):
         raise errors.InvalidRequestError("Backlog quota must be a JSON object")
-    try:
-        size: Any = body.get("limitSize", body.get("limit", -1))
-        quota = {"limitSize": int(size),
-                 "limitTime": int(body.get("limitTime", -1)),
-                 "policy": str(body.get("policy", "producer_request_hold"))}
-    except (TypeError, ValueError) as exc:
-        raise errors.InvalidRequestError("Backlog quota limits must be integers") from exc
+    size: Any = body.get("limitSize", body.get("limit", -1))
+    quota = {"limitSize": rest.java_int(size, "limitSize", rest.JAVA_LONG_MAX),
+             "limitTime": rest.java_int(body.get("limitTime", -1), "limitTime"),
+             "policy": str(body.get("policy", "producer_request_hold"))}
     if quota["policy"] not in broker_config.BACKLOG_QUOTA_POLICIES:
         raise errors.InvalidRequestError(
             f"Invalid backlog quota policy {quota['policy']!r}: must be one of "

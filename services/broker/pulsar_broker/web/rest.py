@@ -8,7 +8,6 @@ writes answer 204 No Content.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from aiohttp import web
@@ -18,8 +17,6 @@ from pulsar_broker import errors
 from pulsar_broker.service.broker_service import BrokerService
 
 SERVICE = web.AppKey("broker_service", BrokerService)
-
-_NAME_RE = re.compile(r"[-=:.\w]+")
 
 DOMAINS = "{domain:persistent|non-persistent}"
 
@@ -46,8 +43,9 @@ def service(request: web.Request) -> BrokerService:
 
 
 def check_name(value: str, what: str) -> str:
-    """Tenant and cluster names follow Apache's rule: letters, digits and -=:._ only."""
-    if not _NAME_RE.fullmatch(value):
+    """Tenant and cluster names follow Apache's rule (letters, digits and -=:._ only), and
+    are neither '.' nor '..' nor longer than naming.NAME_LENGTH_MAX."""
+    if not naming.valid_name(value):
         raise InvalidNameError(f"{what} name is not valid")
     return value
 

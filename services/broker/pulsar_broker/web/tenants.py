@@ -19,14 +19,24 @@ async def _tenant_info(request: web.Request) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise errors.InvalidRequestError("Tenant info must be a JSON object")
     info = {
-        "adminRoles": list(body.get("adminRoles") or []),
-        "allowedClusters": list(body.get("allowedClusters") or []),
+        "adminRoles": _names(body.get("adminRoles"), "adminRoles"),
+        "allowedClusters": _names(body.get("allowedClusters"), "allowedClusters"),
     }
     known = set(await rest.service(request).resources.list_clusters())
     missing = [c for c in info["allowedClusters"] if c not in known]
     if missing:
         raise errors.PreconditionFailedError(f"Clusters {missing} do not exist")
     return info
+
+
+def _names(value: Any, field: str) -> list[str]:
+    """A TenantInfo set of strings: a JSON array of strings (Apache's binding refuses
+    anything else, such as a string it would otherwise read as a list of characters)."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise errors.InvalidRequestError(f"{field} must be a JSON array of strings")
+    return list(dict.fromkeys(value))
 
 
 @routes.get("/admin/v2/tenants")
