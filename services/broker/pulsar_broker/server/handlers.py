@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from pulsar_common import naming
 from pulsar_common.wire import commands as replies
 from pulsar_common.wire import entry as wire_entry
-from pulsar_common.wire import frame
+from pulsar_common.wire import errors as wire_errors
+from pulsar_common.wire import frame, validation
 from pulsar_common.wire import pulsar_api_pb2 as pb
 
 from pulsar_broker import errors
@@ -173,6 +174,17 @@ class Handlers:
                                               pb.ChecksumError, "Checksum failed on the broker"))
             return
         assert received.entry is not None
+        try:
+            validation.check_entry(received.entry)
+        except wire_errors.WireError as exc:
+            # As Apache answers metadata it refuses (MetadataError); nothing is stored. The
+            # official clients close the connection on this error, so no later SEND can
+            # get ahead of the refused one.
+            log.warning("refused a SEND from %s to %s: %s", self.cnx.remote_address,
+                        handle.topic, exc)
+            self.cnx.write(replies.send_error(request.producer_id, request.sequence_id,
+                                              pb.MetadataError, f"Invalid message: {exc}"))
+            return
         data = bytes(received.entry)
         num_messages = request.num_messages if request.HasField("num_messages") else 1
         highest = request.highest_sequence_id if request.HasField("highest_sequence_id") else -1
@@ -385,8 +397,8 @@ class Handlers:
         cursor = handle.subscription.cursor
         if request.HasField("message_publish_time"):
             timestamp = request.message_publish_time
-            found = await cursor.find_newest_matching(
-                lambda e: entry_info.entry_info(e.data).publish_time_ms < timestamp)
+            before = entry_info.published_before(timestamp)
+            found = await cursor.find_newest_matching(lambda e: before(e.data))
             target = ml.EARLIEST if found is None else ml.Position(found.ledger_id,
                                                                    found.entry_id + 1)
         else:

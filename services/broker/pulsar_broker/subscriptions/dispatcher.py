@@ -23,6 +23,8 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable
 
+from pulsar_common.wire import errors as wire_errors
+
 from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.subscriptions import delayed_delivery, selection
 from pulsar_broker.subscriptions.consumer import Consumer, Dispatched, SubType
@@ -62,6 +64,8 @@ class Dispatcher:
         self._closed = False
         self._task: asyncio.Task[None] | None = None
         self._clock_ms = clock_ms
+        #: Entries acknowledged without delivery because no client could read them.
+        self.unreadable_entries_skipped = 0
         self.delayed = delayed_delivery.DelayedDeliveryTracker(
             delayed_settings or delayed_delivery.DelayedDeliverySettings())
         self._delayed_timer = delayed_delivery.DelayedTimer(
@@ -227,7 +231,10 @@ class Dispatcher:
             entries = await self.cursor.read_entries(batch)
             if generation != self._generation or not entries:
                 continue
-            self._dispatch([self._describe(e) for e in entries], blocked)
+            items = await self._readable(entries)
+            if generation != self._generation:
+                continue
+            self._dispatch(items, blocked)
 
     async def _dispatch_replay(self, batch: int, generation: int) -> tuple[bool, set[int]]:
         """Send entries waiting for redelivery; returns (progress made, consumers still
@@ -238,12 +245,31 @@ class Dispatcher:
         self.replay.difference_update(positions)
         wanted = [p for p in positions if not self.cursor.is_acknowledged(p)]
         entries = await self.cursor.replay_entries(wanted) if wanted else []
+        items = await self._readable(entries)
         if generation != self._generation:
             return True, set()
         waiting_before = len(self.replay)
-        blocked = self._dispatch([self._describe(e) for e in entries], set())
-        sent = len(entries) - (len(self.replay) - waiting_before)
-        return sent > 0 or len(wanted) < len(positions), blocked
+        blocked = self._dispatch(items, set())
+        sent = len(items) - (len(self.replay) - waiting_before)
+        return sent > 0 or len(items) < len(positions), blocked
+
+    async def _readable(self, entries: list[ml.Entry]) -> list[Dispatched]:
+        """The entries described for dispatch. One no client could read (stored before
+        the broker checked SENDs: bad metadata, an impossible batch) is acknowledged and
+        skipped, so it neither stalls the subscription nor reaches a consumer."""
+        items: list[Dispatched] = []
+        unreadable: list[ml.Position] = []
+        for entry in entries:
+            try:
+                items.append(self._describe(entry))
+            except wire_errors.WireError as exc:
+                unreadable.append(entry.position)
+                log.warning("skipping unreadable entry %s on cursor %s: %s", entry.position,
+                            self.cursor.name, exc)
+        if unreadable:
+            self.unreadable_entries_skipped += len(unreadable)
+            await self.cursor.delete(unreadable)
+        return items
 
     @staticmethod
     def _describe(entry: ml.Entry) -> Dispatched:

@@ -182,6 +182,9 @@ class Subscription:
             "msgOutCounter": sum(c.msg_out for c in self.consumers),
             "bytesOutCounter": sum(c.bytes_out for c in self.consumers),
             "isDurable": self.durable,
+            # pulsar-py only: entries acknowledged without delivery because no client
+            # could read them (stored before SENDs were checked).
+            "unreadableEntriesSkipped": self.dispatcher.unreadable_entries_skipped,
             "isReplicated": False,
             "consumers": [
                 {

@@ -3,14 +3,18 @@
 The entry bytes are `metadataSize | MessageMetadata | payload` exactly as the
 producer sent them. Parsing the metadata (never the payload) gives the batch
 size for permits, the sticky key for Key_Shared and the publish time for seeks.
+An entry whose metadata is unreadable raises (see pulsar_common.wire.validation).
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from pulsar_common.wire import errors as wire_errors
 from pulsar_common.wire import pulsar_api_pb2 as pb
+from pulsar_common.wire import validation
 
 _SIZE = struct.Struct(">I")
 NONE_KEY = b"NONE_KEY"
@@ -33,7 +37,9 @@ def parse_metadata(data: bytes | memoryview) -> pb.MessageMetadata:
 
 
 def entry_info(data: bytes | memoryview) -> EntryInfo:
-    metadata = parse_metadata(data)
+    """What dispatch needs from an entry; raises a wire MetadataParseError or
+    BatchFormatError for an entry no client could read (see wire.validation)."""
+    metadata = validation.check_metadata(data)
     if metadata.HasField("ordering_key"):
         key = metadata.ordering_key
     elif metadata.HasField("partition_key"):
@@ -47,3 +53,16 @@ def entry_info(data: bytes | memoryview) -> EntryInfo:
         deliver_at_time_ms=metadata.deliver_at_time if metadata.HasField("deliver_at_time") else 0,
         sequence_id=metadata.sequence_id,
     )
+
+
+def published_before(timestamp_ms: int) -> Callable[[bytes | memoryview], bool]:
+    """Whether an entry was published before timestamp_ms (seek and reset by time). An
+    unreadable entry counts as published before, so a seek moves past it."""
+
+    def test(data: bytes | memoryview) -> bool:
+        try:
+            return entry_info(data).publish_time_ms < timestamp_ms
+        except wire_errors.WireError:
+            return True
+
+    return test

@@ -156,9 +156,9 @@ async def expire_messages(request: web.Request) -> web.Response:
 async def reset_cursor_to_time(request: web.Request) -> web.Response:
     """Redeliver from the first message published at or after timestamp (ms)."""
     timestamp = rest.path_int(request, "timestamp")
+    before = entry_info.published_before(timestamp)
     for subscription in await _subscriptions(request):
-        found = await subscription.cursor.find_newest_matching(
-            lambda e: entry_info.entry_info(e.data).publish_time_ms < timestamp)
+        found = await subscription.cursor.find_newest_matching(lambda e: before(e.data))
         target = ml.EARLIEST if found is None else ml.Position(found.ledger_id, found.entry_id + 1)
         await subscription.reset_cursor(target)
     return rest.no_content()

@@ -1,0 +1,92 @@
+"""Entries stored before the broker checked SENDs (metadata no client can read) never stall a subscription: each is acknowledged and skipped, counted
+in the subscription's stats, and the good entries after it are delivered. In process over a
+real managed ledger, for every subscription type."""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+import struct
+import time
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+from pulsar_broker import testing as broker_testing
+from pulsar_broker.managed_ledger import api as ml
+from pulsar_broker.managed_ledger import clock
+from pulsar_broker.subscriptions.consumer import Consumer, SubType
+from pulsar_broker.subscriptions.subscription import Subscription
+from pulsar_common.wire import pulsar_api_pb2 as pb
+
+NAME = "public/default/persistent/unreadable"
+
+
+class Connection:
+    """Records the entries a consumer was sent."""
+
+    remote_address = "test"
+    writable = True
+
+    def __init__(self) -> None:
+        self.sent: list[ml.Position] = []
+
+    def send_message(self, consumer_id: int, position: ml.Position, redelivery_count: int,
+                     data: bytes, partition: int) -> None:
+        self.sent.append(position)
+
+    def send_active_consumer_change(self, consumer_id: int, is_active: bool) -> None:
+        pass
+
+    def send_close_consumer(self, consumer_id: int) -> None:
+        pass
+
+
+def good(sequence_id: int) -> bytes:
+    raw = pb.MessageMetadata(producer_name="p", sequence_id=sequence_id,
+                             publish_time=1).SerializeToString()
+    return struct.pack(">I", len(raw)) + raw + b"payload-%d" % sequence_id
+
+
+def unreadable() -> list[bytes]:
+    return [
+        struct.pack(">I", 4) + b"\xff\xff\xff\xff" + b"payload",  # not a protobuf
+        struct.pack(">I", 0) + b"payload",  # metadataSize 0: required fields missing
+    ]
+
+
+async def wait_for(condition: Callable[[], bool], what: str, timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not within {timeout_s}s"
+        await asyncio.sleep(0.01)
+
+
+@pytest.fixture
+async def ledger(tmp_path: pathlib.Path) -> AsyncIterator[ml.ManagedLedger]:
+    stack = await broker_testing.start_managed_ledger_stack(tmp_path, clock.ManualClock())
+    yield await stack.factory.open(NAME)
+    await stack.stop()
+
+
+@pytest.mark.parametrize("sub_type", list(SubType))
+async def test_unreadable_entries_are_skipped_and_the_good_ones_delivered(
+        ledger: ml.ManagedLedger, sub_type: SubType) -> None:
+    wanted = [await ledger.add_entry(good(0))]
+    for data in unreadable():
+        await ledger.add_entry(data)
+        wanted.append(await ledger.add_entry(good(len(wanted))))
+    cursor = await ledger.open_cursor(f"sub-{sub_type.name}", ml.InitialPosition.EARLIEST)
+    subscription = Subscription(NAME, cursor.name, cursor, sub_type, -1, 100)
+    cnx = Connection()
+    consumer = Consumer(cnx, 1, "c", sub_type, 0, -1, 0)
+    subscription.add_consumer(consumer)
+    consumer.flow(1000)
+    subscription.dispatcher.wake()
+    try:
+        await wait_for(lambda: len(cnx.sent) == len(wanted), "the good entries")
+        assert cnx.sent == wanted
+        await subscription.acknowledge(consumer, wanted, cumulative=False)
+        assert cursor.number_of_entries_in_backlog == 0
+        assert subscription.stats()["unreadableEntriesSkipped"] == 2
+    finally:
+        await subscription.close()
