@@ -1,4 +1,5 @@
-"""Entries stored before the broker checked SENDs (metadata no client can read) never stall a subscription: each is acknowledged and skipped, counted
+"""Entries stored before the broker checked SENDs (metadata no client can read, a batch that
+cannot hold its count) never stall a subscription: each is acknowledged and skipped, counted
 in the subscription's stats, and the good entries after it are delivered. In process over a
 real managed ledger, for every subscription type."""
 
@@ -48,9 +49,12 @@ def good(sequence_id: int) -> bytes:
 
 
 def unreadable() -> list[bytes]:
+    batch = pb.MessageMetadata(producer_name="p", sequence_id=0, publish_time=1,
+                               num_messages_in_batch=1000).SerializeToString()
     return [
         struct.pack(">I", 4) + b"\xff\xff\xff\xff" + b"payload",  # not a protobuf
         struct.pack(">I", 0) + b"payload",  # metadataSize 0: required fields missing
+        struct.pack(">I", len(batch)) + batch + b"x" * 16,  # 1000 messages in 16 bytes
     ]
 
 
@@ -87,6 +91,6 @@ async def test_unreadable_entries_are_skipped_and_the_good_ones_delivered(
         assert cnx.sent == wanted
         await subscription.acknowledge(consumer, wanted, cumulative=False)
         assert cursor.number_of_entries_in_backlog == 0
-        assert subscription.stats()["unreadableEntriesSkipped"] == 2
+        assert subscription.stats()["unreadableEntriesSkipped"] == 3
     finally:
         await subscription.close()
