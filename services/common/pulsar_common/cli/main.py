@@ -34,6 +34,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "sql": ("run Spark SQL over the topics of a namespace", "pulsar_spark.cli:add_arguments"),
     "operator": ("run the Kubernetes operator", "pulsar_operator.cli:add_arguments"),
+    "function-instance": ("run one instance of a Python function (function.json)",
+                          "pulsar_functions.instance.cli:add_arguments"),
 }
 
 

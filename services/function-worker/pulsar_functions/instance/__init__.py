@@ -1,0 +1,1 @@
+"""One instance of a user function: `pulsar function-instance` (see runner.py)."""

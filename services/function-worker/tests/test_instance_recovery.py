@@ -1,0 +1,134 @@
+"""Instances that crash or restart: effectively-once output through a SIGKILL, state that
+outlives instances and is shared by parallel ones."""
+
+from __future__ import annotations
+
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+import pulsar
+import pytest
+from pulsar_broker import testing as broker_testing
+from pulsar_functions.testing import receive_all, wait_for
+
+pytestmark = pytest.mark.slow
+
+IDENTITY = """
+import time
+
+def identity(input):
+    time.sleep(0.001)  # slow enough for the test's SIGKILL to land mid-stream
+    return input
+"""
+
+
+def enable_deduplication(standalone: broker_testing.StandaloneProcess) -> None:
+    request = urllib.request.Request(
+        f"{standalone.web_url}/admin/v2/namespaces/public/default/deduplication",
+        data=b"true", method="POST", headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as reply:
+        assert reply.status in (200, 204)
+
+
+def read_everything(client: pulsar.Client, topic: str) -> list[bytes]:
+    reader = client.create_reader(topic, pulsar.MessageId.earliest)
+    values = []
+    while reader.has_message_available():
+        values.append(reader.read_next(timeout_millis=10_000).data())
+    reader.close()
+    return values
+
+
+def backlog(standalone: broker_testing.StandaloneProcess, topic: str, subscription: str) -> int:
+    local = topic.rsplit("/", 1)[1]
+    stats = broker_testing.get_json(
+        f"{standalone.web_url}/admin/v2/persistent/public/default/{local}/stats")
+    return int(stats["subscriptions"][subscription]["msgBacklog"])
+
+
+def test_effectively_once_output_survives_a_sigkill_without_loss_or_duplicates(
+    client: pulsar.Client, names: Callable[[str], str], start_instance: Callable[..., Any],
+    standalone: broker_testing.StandaloneProcess,
+) -> None:
+    enable_deduplication(standalone)
+    source, sink = names("in"), names("out")
+    function = {"className": "user_function.identity", "inputs": [source], "output": sink,
+                "processingGuarantee": "EFFECTIVELY_ONCE", "subscriptionName": "eo"}
+    first = start_instance(IDENTITY, function)
+    producer = client.create_producer(source, batching_enabled=False, block_if_queue_full=True)
+    total = 2000
+    failed: list[Any] = []
+    for i in range(total):
+        producer.send_async(f"m{i}".encode(),
+                            lambda result, _id: failed.append(result) if result != pulsar.Result.Ok
+                            else None)
+    producer.flush()
+    assert not failed
+    wait_for(lambda: first.stats()["numSuccessfullyProcessed"] >= 200, 30, "a part processed")
+    processed_before_kill = first.stats()["numSuccessfullyProcessed"]
+    first.kill()
+    assert processed_before_kill < total
+    second = start_instance(IDENTITY, function)
+    wait_for(lambda: backlog(standalone, source, "eo") == 0, 60, "every input acknowledged")
+    outputs = read_everything(client, sink)
+    assert len(outputs) == total, f"{len(outputs)} outputs for {total} inputs"
+    assert outputs == [f"m{i}".encode() for i in range(total)]
+    assert second.stats()["numReceived"] > 0
+
+
+COUNTING = """
+def count(input, context):
+    context.incr_counter(input, 1)
+    context.put_state("last", input)
+    return "%s=%d last=%s" % (input, context.get_counter(input), context.get_state("last").decode())
+"""
+
+
+def test_counters_and_state_survive_an_instance_restart(
+    client: pulsar.Client, names: Callable[[str], str], start_instance: Callable[..., Any],
+) -> None:
+    source, sink = names("in"), names("out")
+    out = client.subscribe(sink, "check")
+    function = {"className": "user_function.count", "inputs": [source], "output": sink,
+                "name": f"count-{source[-10:]}"}
+    first = start_instance(COUNTING, function)
+    producer = client.create_producer(source)
+    for value in (b"a", b"a", b"b"):
+        producer.send(value)
+    assert [m.data() for m in receive_all(out, 3)] == [b"a=1 last=a", b"a=2 last=a",
+                                                      b"b=1 last=b"]
+    assert first.stop() == 0
+    start_instance(COUNTING, function)
+    producer.send(b"a")
+    assert receive_all(out, 1)[0].data() == b"a=3 last=a"
+
+
+def test_parallel_instances_share_one_counter(
+    client: pulsar.Client, names: Callable[[str], str], start_instance: Callable[..., Any],
+) -> None:
+    source, sink = names("in"), names("out")
+    out = client.subscribe(sink, "check")
+    code = """
+def tally(input, context):
+    context.incr_counter("total", 1)
+    return str(context.get_instance_id())
+"""
+    function = {"className": "user_function.tally", "inputs": [source], "output": sink,
+                "name": f"tally-{source[-10:]}", "parallelism": 2}
+    start_instance(code, function, instance_id=0)
+    start_instance(code, function, instance_id=1)
+    producer = client.create_producer(source, batching_enabled=False)
+    for i in range(60):
+        producer.send(str(i).encode())
+    receive_all(out, 60)
+    final = """
+def read_total(input, context):
+    return str(context.get_counter("total"))
+"""
+    probe_source, probe_sink = names("probe-in"), names("probe-out")
+    probe_out = client.subscribe(probe_sink, "check")
+    start_instance(final, {**function, "className": "user_function.read_total",
+                           "inputs": [probe_source], "output": probe_sink, "parallelism": 1})
+    client.create_producer(probe_source).send(b"?")
+    assert receive_all(probe_out, 1)[0].data() == b"60"
