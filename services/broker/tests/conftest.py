@@ -46,12 +46,18 @@ def topic() -> str:
 class RawConnection:
     """A hand-driven binary-protocol connection, for frames the official client never sends."""
 
-    def __init__(self, port: int, timeout_s: float = 10.0) -> None:
+    def __init__(self, port: int, timeout_s: float = 10.0,
+                 receive_buffer_bytes: int | None = None) -> None:
         import socket
 
         from pulsar_common.wire import frame
 
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout_s)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if receive_buffer_bytes is not None:
+            # Before connecting, so that the TCP window stays this small.
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer_bytes)
+        self.sock.settimeout(timeout_s)
+        self.sock.connect(("127.0.0.1", port))
         self.decoder = frame.FrameDecoder()
         self.frames: list[Any] = []
         self._request_ids = itertools.count(1)
@@ -125,12 +131,12 @@ class RawConnection:
 
 @pytest.fixture
 def raw_connection(standalone: broker_testing.StandaloneProcess) -> Iterator[
-        Callable[[], RawConnection]]:
+        Callable[..., RawConnection]]:
     """Opens RawConnections to the test's `standalone`; all are closed after the test."""
     opened: list[RawConnection] = []
 
-    def open_one() -> RawConnection:
-        opened.append(RawConnection(standalone.broker_port))
+    def open_one(**options: Any) -> RawConnection:
+        opened.append(RawConnection(standalone.broker_port, **options))
         return opened[-1]
 
     yield open_one

@@ -33,6 +33,13 @@ from pulsar_broker.topics.persistent_topic import PersistentTopic, Producer
 log = logging.getLogger(__name__)
 T = pb.BaseCommand
 
+#: Bytes queued on a connection's transport above which dispatch to its consumers stops
+#: (asyncio's pause_writing); it resumes once the buffer drains below a quarter of it.
+OUTBOUND_HIGH_WATER_BYTES = 4 * 1024 * 1024
+#: Frames gathered during one loop iteration are written at once past this many bytes, so
+#: the transport sees them (and can pause writing) before more are queued.
+OUTBOUND_BATCH_BYTES = 256 * 1024
+
 
 class ProducerHandle:
     """A producer as this connection sees it: receipts go back strictly in SEND order."""
@@ -73,7 +80,9 @@ class ServerConnection(asyncio.Protocol):
         self._keepalive: asyncio.TimerHandle | None = None
         self._seen_since_ping = True
         self._out: list[bytes | bytearray | memoryview] = []
+        self._out_bytes = 0
         self._flush_scheduled = False
+        self._writing_paused = False
         self.handlers = handlers.Handlers(self)
 
     # asyncio.Protocol
@@ -83,7 +92,7 @@ class ServerConnection(asyncio.Protocol):
         self.transport = typing.cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         self.remote_address = f"{peer[0]}:{peer[1]}" if peer else "?"
-        self.transport.set_write_buffer_limits(high=4 * 1024 * 1024)
+        self.transport.set_write_buffer_limits(high=OUTBOUND_HIGH_WATER_BYTES)
         self._schedule_keepalive()
 
     def data_received(self, data: bytes) -> None:
@@ -102,6 +111,19 @@ class ServerConnection(asyncio.Protocol):
                               self.remote_address)
                 self.close()
                 return
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        for handle in list(self.consumers.values()):
+            handle.subscription.dispatcher.wake()
+
+    @property
+    def writable(self) -> bool:
+        """Whether consumers on this connection may be sent more MESSAGE frames now."""
+        return not self._writing_paused and self.transport is not None
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._keepalive is not None:
@@ -141,13 +163,19 @@ class ServerConnection(asyncio.Protocol):
         """Frames written during one loop iteration go out together at its end (one send
         for all the receipts of a journal batch); bounded by what one iteration produces."""
         self._out.extend(parts)
-        if not self._flush_scheduled:
+        self._out_bytes += sum(len(part) for part in parts)
+        if self._out_bytes >= OUTBOUND_BATCH_BYTES:
+            self._flush_out()
+        elif not self._flush_scheduled:
             self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush_out)
+            asyncio.get_running_loop().call_soon(self._flush_scheduled_out)
+
+    def _flush_scheduled_out(self) -> None:
+        self._flush_scheduled = False
+        self._flush_out()
 
     def _flush_out(self) -> None:
-        self._flush_scheduled = False
-        out, self._out = self._out, []
+        out, self._out, self._out_bytes = self._out, [], 0
         if out and self.transport is not None and not self.transport.is_closing():
             self.transport.writelines(out)
 

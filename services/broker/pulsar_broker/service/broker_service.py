@@ -115,6 +115,7 @@ class BrokerService:
         topic = PersistentTopic(
             name, ledger, self.config.dispatcher_max_read_batch_size,
             self.config.subscription_redelivery_tracker_enabled,
+            max_read_bytes=self.config.dispatcher_max_read_size_bytes,
         )
         self.policies.apply(topic, topic_policies)
         if await self.deduplication_enabled(name.namespace_name):

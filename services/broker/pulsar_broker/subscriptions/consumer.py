@@ -35,6 +35,11 @@ class ConsumerConnection(Protocol):
     @property
     def remote_address(self) -> str: ...
 
+    @property
+    def writable(self) -> bool:
+        """False while the connection's outbound buffer is above its high-water mark: no
+        more MESSAGE frames until it drains (the connection then wakes the dispatchers)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Dispatched:
@@ -83,7 +88,8 @@ class Consumer:
 
     @property
     def available(self) -> bool:
-        return not self.closed and self.permits > 0 and not self.blocked_on_unacked
+        return (not self.closed and self.permits > 0 and not self.blocked_on_unacked
+                and self.cnx.writable)
 
     def flow(self, permits: int) -> None:
         self.permits += permits

@@ -12,6 +12,11 @@ memory. The subscription type decides who gets each entry:
   consumer has no permits waits (with every later entry for that consumer,
   so each key stays in order).
 
+A consumer whose connection's outbound buffer is above its high-water mark
+counts as having no permits, so a client that grants permits but does not
+read cannot make the broker buffer the backlog; its connection wakes the
+dispatcher once the buffer drains.
+
 Shared and Key_Shared hold entries whose deliver-at time lies ahead in a
 delayed-delivery tracker (delayed_delivery.py); when they fall due they join
 the replay set and go out ahead of newer entries.
@@ -34,6 +39,8 @@ log = logging.getLogger(__name__)
 
 #: Entries waiting for redelivery above which no new entries are read (Key_Shared).
 REPLAY_BACKLOG_MAX = 10_000
+#: Apache's default dispatcherMaxReadSizeBytes.
+MAX_READ_BYTES = 5 * 1024 * 1024
 
 
 class Dispatcher:
@@ -47,11 +54,14 @@ class Dispatcher:
         on_active_change: Callable[[Consumer | None], None] | None = None,
         delayed_settings: delayed_delivery.DelayedDeliverySettings | None = None,
         clock_ms: Callable[[], int] = delayed_delivery.wall_clock_ms,
+        max_read_bytes: int = MAX_READ_BYTES,
     ) -> None:
         self.cursor = cursor
         self.sub_type = sub_type
         self.partition_index = partition_index
         self.max_read_batch = max_read_batch
+        #: dispatcherMaxReadSizeBytes: one read stops once it holds this many bytes.
+        self.max_read_bytes = max_read_bytes
         self._redelivery_count = redelivery_count
         self._on_active_change = on_active_change
         self.consumers: list[Consumer] = []
@@ -228,7 +238,7 @@ class Dispatcher:
             if (len(self.replay) >= REPLAY_BACKLOG_MAX or self.delayed.full
                     or not self.cursor.has_more_entries()):
                 return
-            entries = await self.cursor.read_entries(batch)
+            entries = await self.cursor.read_entries(batch, self.max_read_bytes)
             if generation != self._generation or not entries:
                 continue
             items = await self._readable(entries)
@@ -292,6 +302,10 @@ class Dispatcher:
                 if active is None or active.closed:
                     # Read again once a consumer is back.
                     self.cursor.rewind()
+                    break
+                if not active.cnx.writable:
+                    # Its connection's buffer is full: read this entry again once it drains.
+                    self.cursor.seek(item.entry.position)
                     break
                 active.send(item, self._redelivery_count(item.entry.position))
             return blocked

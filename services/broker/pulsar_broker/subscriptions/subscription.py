@@ -39,6 +39,7 @@ class Subscription:
         max_read_batch: int,
         track_redeliveries: bool = True,
         delayed_settings: delayed_delivery.DelayedDeliverySettings | None = None,
+        max_read_bytes: int = dispatch.MAX_READ_BYTES,
     ) -> None:
         self.topic_name = topic_name
         self.name = name
@@ -53,6 +54,7 @@ class Subscription:
         self.dispatcher = dispatch.Dispatcher(
             cursor, sub_type, partition_index, max_read_batch,
             self.redelivery_count, self._announce_active, delayed_settings,
+            max_read_bytes=max_read_bytes,
         )
         self.msg_acked = 0
 
@@ -86,6 +88,7 @@ class Subscription:
         self.dispatcher = dispatch.Dispatcher(
             self.cursor, sub_type, old.partition_index, old.max_read_batch,
             self.redelivery_count, self._announce_active, self.delayed_settings,
+            max_read_bytes=old.max_read_bytes,
         )
         old.retire()
         self.cursor.rewind()

@@ -17,6 +17,7 @@ from pulsar_common import naming
 
 from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
+from pulsar_broker.subscriptions import dispatcher as dispatch
 from pulsar_broker.subscriptions.consumer import SubType
 from pulsar_broker.subscriptions.subscription import Subscription
 from pulsar_broker.topics import deduplication, policies
@@ -38,10 +39,12 @@ class Producer:
 
 class PersistentTopic:
     def __init__(self, name: naming.TopicName, ledger: ml.ManagedLedger, max_read_batch: int,
-                 track_redeliveries: bool = True) -> None:
+                 track_redeliveries: bool = True,
+                 max_read_bytes: int = dispatch.MAX_READ_BYTES) -> None:
         self.name = name
         self.ledger = ledger
         self.max_read_batch = max_read_batch
+        self.max_read_bytes = max_read_bytes
         self.track_redeliveries = track_redeliveries
         self.producers: dict[int, Producer] = {}
         self.subscriptions: dict[str, Subscription] = {}
@@ -125,6 +128,7 @@ class PersistentTopic:
         subscription = Subscription(
             str(self.name), name, cursor, sub_type, self.name.partition_index,
             self.max_read_batch, self.track_redeliveries, delayed_settings=self.policies.delayed,
+            max_read_bytes=self.max_read_bytes,
         )
         self.subscriptions[name] = subscription
         return subscription
@@ -139,7 +143,8 @@ class PersistentTopic:
             await cursor.reset_cursor(position)
         self.subscriptions[name] = Subscription(
             str(self.name), name, cursor, SubType.EXCLUSIVE, self.name.partition_index,
-            self.max_read_batch, self.track_redeliveries, delayed_settings=self.policies.delayed)
+            self.max_read_batch, self.track_redeliveries, delayed_settings=self.policies.delayed,
+            max_read_bytes=self.max_read_bytes)
 
     async def enable_deduplication(self) -> None:
         self.deduplication = deduplication.MessageDeduplication(self.ledger)
@@ -154,7 +159,7 @@ class PersistentTopic:
                 self.subscriptions[cursor.name] = Subscription(
                     str(self.name), cursor.name, cursor, SubType.EXCLUSIVE,
                     self.name.partition_index, self.max_read_batch, self.track_redeliveries,
-                    delayed_settings=self.policies.delayed)
+                    delayed_settings=self.policies.delayed, max_read_bytes=self.max_read_bytes)
 
     async def remove_subscription_if_idle(self, subscription: Subscription) -> None:
         """A reader's subscription ends with its last consumer."""

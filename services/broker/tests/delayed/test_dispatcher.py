@@ -33,6 +33,7 @@ class Connection:
     """Records the MESSAGE frames a consumer would send, with the time they went out."""
 
     remote_address = "test"
+    writable = True
 
     def __init__(self) -> None:
         self.sent: list[tuple[ml.Position, int]] = []

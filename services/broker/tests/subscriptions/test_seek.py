@@ -31,6 +31,7 @@ class Connection:
     broker's connection keeps them; a CLOSE_CONSUMER forgets the id) and the entries sent."""
 
     remote_address = "test"
+    writable = True
 
     def __init__(self) -> None:
         self.consumers: dict[int, Consumer] = {}
