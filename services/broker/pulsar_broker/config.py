@@ -52,7 +52,26 @@ class BrokerConfig:
         "see docs/design-choices.md)")
     allow_auto_subscription_creation: bool = setting("allowAutoSubscriptionCreation", True)
     broker_deduplication_enabled: bool = setting("brokerDeduplicationEnabled", False)
-    keep_alive_interval_seconds: int = setting("keepAliveIntervalSeconds", 30)
+    keep_alive_interval_seconds: int = setting(
+        "keepAliveIntervalSeconds", 30,
+        "Ping interval; a connection silent for one interval, or without CONNECT, is closed")
+    broker_max_connections: int = setting(
+        "brokerMaxConnections", 0, "Binary-protocol connections held at once (0: no limit)")
+    broker_max_connections_per_ip: int = setting(
+        "brokerMaxConnectionsPerIp", 0,
+        "Binary-protocol connections from one client address (0: no limit)")
+    max_http_server_connections: int = setting(
+        "maxHttpServerConnections", 2048, "HTTP connections held at once (0: no limit)")
+    max_concurrent_http_requests: int = setting(
+        "maxConcurrentHttpRequests", 1024,
+        "HTTP requests handled at once; more wait for a slot (0: no limit)")
+    http_max_request_header_size: int = setting(
+        "httpMaxRequestHeaderSize", 8 * 1024,
+        "Longest HTTP request line or header line, bytes (longer: 400)")
+    http_server_idle_timeout_millis: int = setting(
+        "httpServerIdleTimeoutMillis", 30_000,
+        "pulsar-py only: an HTTP connection with no complete request for this long is "
+        "closed (idle keep-alive, or headers sent too slowly); Jetty's default in Apache")
     max_pending_publish_requests_per_connection: int = setting(
         "maxPendingPublishRequestsPerConnection", 1000,
         "SENDs in flight on one connection before the broker stops reading from it",
@@ -134,6 +153,16 @@ def _validate(conf: BrokerConfig) -> None:
         raise errors.ConfigError("allowAutoTopicCreationType must be non-partitioned or partitioned")
     if conf.metadata_store_session_timeout_millis < 1000:
         raise errors.ConfigError("metadataStoreSessionTimeoutMillis must be at least 1000")
+    for key, value in (("brokerMaxConnections", conf.broker_max_connections),
+                       ("brokerMaxConnectionsPerIp", conf.broker_max_connections_per_ip),
+                       ("maxHttpServerConnections", conf.max_http_server_connections),
+                       ("maxConcurrentHttpRequests", conf.max_concurrent_http_requests)):
+        if value < 0:
+            raise errors.ConfigError(f"{key} must be 0 (no limit) or more")
+    if conf.http_max_request_header_size < 1024:
+        raise errors.ConfigError("httpMaxRequestHeaderSize must be at least 1024")
+    if conf.http_server_idle_timeout_millis <= 0:
+        raise errors.ConfigError("httpServerIdleTimeoutMillis must be positive")
     if conf.max_num_partitions_per_partitioned_topic < 0:
         raise errors.ConfigError("maxNumPartitionsPerPartitionedTopic must be 0 (no limit) or more")
     if (conf.max_num_partitions_per_partitioned_topic

@@ -10,6 +10,7 @@ from aiohttp import web as aiohttp_web
 from pulsar_broker.server import connection
 from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.web import app as web_app
+from pulsar_broker.web import http_limits
 
 
 class BrokerListeners:
@@ -27,10 +28,12 @@ class BrokerListeners:
         self._server = await connection.start_server(
             self.service, conf.bind_address, conf.broker_service_port)
         self._web_runner = aiohttp_web.AppRunner(web_app.create_app(self.service),
-                                                 access_log=None)
+                                                 access_log=None,
+                                                 **http_limits.runner_settings(conf))
         await self._web_runner.setup()
-        await aiohttp_web.TCPSite(self._web_runner, conf.bind_address, conf.web_service_port,
-                                  reuse_address=True).start()
+        await http_limits.LimitedTCPSite(self._web_runner, conf.bind_address,
+                                         conf.web_service_port,
+                                         conf.max_http_server_connections).start()
 
     async def stop(self) -> None:
         """Stop listening, then close the topics (their ledgers and cursors)."""

@@ -24,7 +24,7 @@ from pulsar_common.wire import errors as wire_errors
 from pulsar_common.wire import pulsar_api_pb2 as pb
 
 from pulsar_broker.managed_ledger import api as ml
-from pulsar_broker.server import commands, handlers
+from pulsar_broker.server import commands, connection_limits, handlers
 from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.subscriptions.consumer import Consumer
 from pulsar_broker.subscriptions.subscription import Subscription
@@ -64,9 +64,12 @@ class ConsumerHandle:
 
 
 class ServerConnection(asyncio.Protocol):
-    def __init__(self, service: BrokerService) -> None:
+    def __init__(self, service: BrokerService,
+                 limits: connection_limits.ConnectionLimits | None = None) -> None:
         self.service = service
         self.config = service.config
+        self._limits = limits
+        self._admitted_ip: str | None = None
         self.decoder = frame.FrameDecoder(self.config.max_message_size + frame.FRAME_HEADER_ROOM)
         self.transport: asyncio.Transport | None = None
         self.remote_address = "?"
@@ -92,6 +95,15 @@ class ServerConnection(asyncio.Protocol):
         self.transport = typing.cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         self.remote_address = f"{peer[0]}:{peer[1]}" if peer else "?"
+        if self._limits is not None:
+            ip = str(peer[0]) if peer else "?"
+            refusal = self._limits.admit(ip)
+            if refusal is not None:
+                log.warning("closing connection from %s: %s", self.remote_address, refusal)
+                self.transport.close()
+                self.transport = None
+                return
+            self._admitted_ip = ip
         self.transport.set_write_buffer_limits(high=OUTBOUND_HIGH_WATER_BYTES)
         self._schedule_keepalive()
 
@@ -129,6 +141,9 @@ class ServerConnection(asyncio.Protocol):
         if self._keepalive is not None:
             self._keepalive.cancel()
         self.transport = None
+        if self._limits is not None and self._admitted_ip is not None:
+            self._limits.release(self._admitted_ip)
+            self._admitted_ip = None
         self.spawn(self._cleanup())
 
     # Frames
@@ -229,6 +244,13 @@ class ServerConnection(asyncio.Protocol):
     def _keepalive_tick(self) -> None:
         if self.transport is None:
             return
+        if not self.connected:
+            # A client sends CONNECT first thing; a connection without it after a whole
+            # keepalive interval is idle or an attack, and holds a file descriptor.
+            log.info("closing connection from %s: no CONNECT within %s s", self.remote_address,
+                     self.config.keep_alive_interval_seconds)
+            self.close()
+            return
         if not self._seen_since_ping:
             log.info("closing connection from %s: no answer to keepalive", self.remote_address)
             self.close()
@@ -275,8 +297,12 @@ ConnectionFactory = Callable[[], ServerConnection]
 
 
 async def start_server(service: BrokerService, host: str, port: int) -> asyncio.Server:
+    """Listen for binary-protocol clients, within brokerMaxConnections and
+    brokerMaxConnectionsPerIp."""
     loop = asyncio.get_running_loop()
-    return await loop.create_server(lambda: ServerConnection(service), host, port,
+    limits = connection_limits.ConnectionLimits(service.config.broker_max_connections,
+                                                service.config.broker_max_connections_per_ip)
+    return await loop.create_server(lambda: ServerConnection(service, limits), host, port,
                                     reuse_address=True)
 
 

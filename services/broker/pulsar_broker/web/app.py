@@ -10,6 +10,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 from pulsar_common import errors as common_errors
 from pulsar_common import naming
 
@@ -20,6 +21,7 @@ from pulsar_broker.web import (
     brokers,
     bundles,
     clusters,
+    http_limits,
     lookup,
     metrics,
     namespaces,
@@ -67,7 +69,9 @@ async def apache_errors(request: web.Request, handler: Handler) -> web.StreamRes
 
 def create_app(service: BrokerService) -> web.Application:
     """The HTTP application for one broker service (admin v2, lookup, health, metrics)."""
-    app = web.Application(middlewares=[apache_errors], client_max_size=CLIENT_MAX_SIZE_BYTES)
+    limit = http_limits.concurrency_middleware(service.config)
+    middlewares: list[Middleware] = [apache_errors] if limit is None else [limit, apache_errors]
+    app = web.Application(middlewares=middlewares, client_max_size=CLIENT_MAX_SIZE_BYTES)
     app[rest.SERVICE] = service
     for module in (clusters, tenants, namespaces, bundles, topics, subscriptions, lookup,
                    brokers, schemas):

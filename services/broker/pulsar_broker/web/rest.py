@@ -15,6 +15,7 @@ from pulsar_common import naming
 
 from pulsar_broker import errors
 from pulsar_broker.service.broker_service import BrokerService
+from pulsar_broker.web import http_limits
 
 SERVICE = web.AppKey("broker_service", BrokerService)
 
@@ -71,7 +72,8 @@ def topic_name(request: web.Request) -> naming.TopicName:
 
 async def body_json(request: web.Request, default: Any = None) -> Any:
     """The request's JSON body, or default when it has none."""
-    raw = await request.read()
+    raw = await http_limits.read_body(
+        request, service(request).config.http_server_idle_timeout_millis / 1000)
     if not raw.strip():
         return default
     try:

@@ -10,9 +10,13 @@ from collections.abc import Callable, Iterator
 import pytest
 from pulsar_broker import testing as broker_testing
 
-#: Settings of the standalone under test; the tests read them too.
+#: Settings of the standalone under test (the tests' constants repeat them).
 OVERRIDES = {
     "journalSyncData": "false",
+    "maxHttpServerConnections": "50",
+    "httpServerIdleTimeoutMillis": "2000",
+    "brokerMaxConnectionsPerIp": "20",
+    "keepAliveIntervalSeconds": "5",
 }
 
 
