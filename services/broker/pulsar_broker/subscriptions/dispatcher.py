@@ -42,6 +42,9 @@ REPLAY_BACKLOG_MAX = 10_000
 #: Apache's default dispatcherMaxReadSizeBytes.
 MAX_READ_BYTES = 5 * 1024 * 1024
 
+#: Every dispatcher's read-loop task until it ends (the event loop keeps only weak ones).
+_RUNNING: set[asyncio.Task[None]] = set()
+
 
 class Dispatcher:
     def __init__(
@@ -163,6 +166,10 @@ class Dispatcher:
     def _start(self) -> None:
         if self._task is None and not self._closed:
             self._task = asyncio.get_running_loop().create_task(self._run())
+            # Held until it ends: a dispatcher dropped without close() (retired, or lost
+            # to a bug) must not leave a pending task for the garbage collector to destroy.
+            _RUNNING.add(self._task)
+            self._task.add_done_callback(_RUNNING.discard)
 
     def _delayed_due(self, positions: list[ml.Position]) -> None:
         self.replay.update(positions)

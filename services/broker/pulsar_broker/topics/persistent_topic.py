@@ -119,6 +119,11 @@ class PersistentTopic:
             return existing
         if durable:
             cursor = await self.ledger.open_cursor(name, initial_position)
+            # Another SUBSCRIBE to the same subscription may have completed meanwhile: both
+            # share its cursor, so both must share its subscription (one dispatcher).
+            existing = self.subscriptions.get(name)
+            if existing is not None:
+                return existing
         else:
             if start_message_id is None:
                 start_message_id = (ml.EARLIEST if initial_position is ml.InitialPosition.EARLIEST
@@ -139,6 +144,8 @@ class PersistentTopic:
             raise errors.ConflictError("Subscription already exists for topic")
         cursor = await self.ledger.open_cursor(
             name, ml.InitialPosition.EARLIEST if position == ml.EARLIEST else ml.InitialPosition.LATEST)
+        if name in self.subscriptions:
+            raise errors.ConflictError("Subscription already exists for topic")
         if position not in (None, ml.EARLIEST, ml.LATEST):
             await cursor.reset_cursor(position)
         self.subscriptions[name] = Subscription(
