@@ -100,3 +100,86 @@ def wait_for(condition: Any, timeout_s: float, what: str) -> None:
             return False
 
     testing.wait_until(holds, timeout_s, what)
+
+
+def multipart(fields: dict[str, tuple[str | None, bytes]]) -> tuple[bytes, str]:
+    """(body, content type) of a multipart/form-data request: name -> (file name, bytes)."""
+    boundary = "pulsar-functions-test-boundary"
+    body = b""
+    for name, (filename, data) in fields.items():
+        disposition = f'form-data; name="{name}"'
+        if filename:
+            disposition += f'; filename="{filename}"'
+        body += (f"--{boundary}\r\nContent-Disposition: {disposition}\r\n\r\n".encode()
+                 + data + b"\r\n")
+    body += f"--{boundary}--\r\n".encode()
+    return body, f"multipart/form-data; boundary={boundary}"
+
+
+def http(method: str, url: str, body: bytes | None = None,
+         content_type: str | None = None) -> tuple[int, bytes]:
+    """(status, body) of one HTTP call; error statuses are returned, not raised."""
+    headers = {"Content-Type": content_type} if content_type else {}
+    request = urllib.request.Request(url, data=body, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            return int(reply.status), bytes(reply.read())
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), bytes(exc.read())
+
+
+class WorkerProcess:
+    """`pulsar functions-worker` on a free port, its records in the store metadata_url names."""
+
+    def __init__(self, work_dir: pathlib.Path, metadata_url: str, service_url: str,
+                 web_service_url: str, session_timeout_ms: int = 3000) -> None:
+        self.work_dir = work_dir
+        self.port = testing.free_port()
+        self.overrides = {
+            "configurationMetadataStoreUrl": metadata_url, "workerPort": str(self.port),
+            "workerHostname": "127.0.0.1", "bindAddress": "127.0.0.1",
+            "pulsarServiceUrl": service_url, "pulsarWebServiceUrl": web_service_url,
+            "downloadDirectory": str(work_dir / "functions"),
+            "metadataStoreSessionTimeoutMillis": str(session_timeout_ms),
+        }
+        self.log_path = work_dir / "worker.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def worker_id(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 60.0) -> Self:
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        args = [sys.executable, "-m", "pulsar_common.cli.main", "functions-worker"]
+        for key, value in self.overrides.items():
+            args += ["--conf", f"{key}={value}"]
+        log = open(self.log_path, "ab")  # noqa: SIM115 - the child owns it until it exits
+        self.process = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            preexec_fn=testing.die_with_parent)  # noqa: PLW1509 (only prctl, no imports)
+        log.close()
+        testing.wait_until(lambda: testing.port_open(self.port), timeout_s,
+                           f"functions worker (log {self.log_path})", self.process)
+        return self
+
+    def json(self, method: str, path: str) -> Any:
+        status, body = http(method, self.url + path)
+        assert status == 200, (status, body)
+        return json.loads(body)
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self) -> None:
+        if self.process is not None:
+            testing.stop_process(self.process, timeout_s=30)
+
+    def kill(self) -> None:
+        if self.process is not None:
+            testing.kill_process(self.process)

@@ -36,6 +36,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "operator": ("run the Kubernetes operator", "pulsar_operator.cli:add_arguments"),
     "function-instance": ("run one instance of a Python function (function.json)",
                           "pulsar_functions.instance.cli:add_arguments"),
+    "functions-worker": ("run a functions worker: the /admin/v3/functions API and instances",
+                         "pulsar_functions.worker.cli:add_arguments"),
 }
 
 

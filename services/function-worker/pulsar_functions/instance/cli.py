@@ -23,6 +23,7 @@ import sys
 from collections.abc import Callable, Mapping
 
 from pulsar_common import errors as common_errors
+from pulsar_common import testing
 from pulsar_common.cli import extras
 
 from pulsar_functions import config, errors
@@ -75,8 +76,20 @@ def instance_id_from(explicit: int | None, environ: Mapping[str, str]) -> int:
     return 0
 
 
+def die_with_worker(environ: Mapping[str, str]) -> None:
+    """Under a functions worker, stop when it dies (SIGTERM from the kernel), as a pod would."""
+    parent = environ.get("PULSAR_FUNCTIONS_WORKER_PID")
+    if not parent:
+        return
+    testing.die_with_parent()
+    if os.getppid() != int(parent):
+        # The worker died before the request took effect.
+        raise SystemExit(1)
+
+
 def run(args: argparse.Namespace) -> int:
     extras.require("functions", "pulsar")
+    die_with_worker(os.environ)
     from pulsar_functions.instance import metrics, runner
 
     logging.basicConfig(level=logging.INFO,

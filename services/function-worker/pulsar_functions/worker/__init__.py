@@ -1,0 +1,1 @@
+"""The functions worker: `pulsar functions-worker` (see service.py)."""

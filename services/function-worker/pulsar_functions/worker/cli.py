@@ -1,0 +1,81 @@
+"""`pulsar functions-worker --config functions_worker.conf`: the functions REST API and runtime.
+
+Settings use the keys of Apache's functions_worker.yml, written `key=value`
+(configurationMetadataStoreUrl, workerPort, workerHostname, pulsarServiceUrl,
+pulsarWebServiceUrl, pulsarFunctionsCluster, downloadDirectory); --conf
+overrides one. The official client wheel comes with the `functions` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from pulsar_common import config as common_config
+from pulsar_common import errors as common_errors
+from pulsar_common.cli import extras
+
+from pulsar_functions.worker import config
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
+    parser.add_argument("--config", "-c", help="functions_worker.conf (Apache key names)")
+    parser.add_argument("--conf", action="append", metavar="KEY=VALUE",
+                        help="override one setting, e.g. --conf workerPort=6751")
+    parser.add_argument("--log-level", default="info",
+                        choices=["debug", "info", "warning", "error"])
+    return run
+
+
+def run(args: argparse.Namespace) -> int:
+    extras.require("functions", "pulsar")
+    import asyncio
+
+    logging.basicConfig(level=getattr(logging, args.log_level.upper()),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    conf = common_config.load(config.WorkerConfig, args.config,
+                              common_config.parse_overrides(args.conf or []))
+    if not conf.metadata_store_url:
+        raise common_errors.ConfigError("configurationMetadataStoreUrl is required")
+    asyncio.run(serve(conf))
+    return 0
+
+
+async def serve(conf: config.WorkerConfig) -> None:
+    from aiohttp import web
+    from pulsar_common import lifecycle
+    from pulsar_common.metadata import factory
+
+    from pulsar_functions.worker import rest, service, topic_calls
+
+    parts: dict[str, Any] = {}
+
+    async def start() -> str:
+        store = await factory.create_store(conf.metadata_store_url,
+                                           session_timeout_s=conf.session_timeout_ms / 1000)
+        parts["store"] = store
+        worker = service.FunctionsWorker(conf, store)
+        parts["worker"] = worker
+        await worker.start()
+        calls = topic_calls.TopicCalls(conf.pulsar_service_url)
+        parts["calls"] = calls
+        runner = web.AppRunner(rest.build_app(worker, calls), access_log=None)
+        await runner.setup()
+        parts["runner"] = runner
+        await web.TCPSite(runner, conf.bind_address, conf.worker_port).start()
+        return (f"pulsar functions-worker {worker.worker_id}: "
+                f"http://{conf.worker_hostname}:{conf.worker_port}")
+
+    async def stop() -> None:
+        if "runner" in parts:
+            await parts["runner"].cleanup()
+        if "worker" in parts:
+            await parts["worker"].stop()
+        if "calls" in parts:
+            parts["calls"].close()
+        if "store" in parts:
+            await parts["store"].close()
+
+    await lifecycle.run_until_signalled(start, stop)
