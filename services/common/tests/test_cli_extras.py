@@ -76,7 +76,10 @@ def test_every_command_explains_itself_without_the_extras(command: str) -> None:
     (["sql", "--tables"], "spark", "pyspark"),
     (["sql", "--k8s-manifest", "SELECT 1", "--image", "i", "--output-path", "s3a://b/o"], "spark", "yaml"),
     (["operator", "--no-leader-election"], "operator", "kopf"),
-], ids=["sql-query", "sql-tables", "sql-k8s-manifest", "operator"])
+    (["function-instance", "--config", "function.json"], "functions", "pulsar"),
+    (["functions-worker"], "functions", "pulsar"),
+], ids=["sql-query", "sql-tables", "sql-k8s-manifest", "operator", "function-instance",
+        "functions-worker"])
 def test_a_command_without_its_extra_names_the_extra_in_one_line(argv: list[str], extra: str, missing: str) -> None:
     result = run_pulsar(*argv)
     assert result.returncode == 2
@@ -150,6 +153,6 @@ def test_spark_kopf_and_the_official_client_are_only_in_extras(tmp_path: pathlib
 
     assert {"spark"} <= extra_of("pyspark") and {"spark"} <= extra_of("pyarrow")
     assert extra_of("kopf") == {"operator"}
-    assert {"cli", "spark"} <= extra_of("pulsar-client")
+    assert {"cli", "spark", "functions"} <= extra_of("pulsar-client")
     all_extra = next(r for r in requirements if r.name == "pulsar-py")
-    assert all_extra.extras == {"spark", "operator", "cli"} and str(all_extra.marker) == 'extra == "all"'
+    assert all_extra.extras == {"spark", "operator", "cli", "functions"} and str(all_extra.marker) == 'extra == "all"'
