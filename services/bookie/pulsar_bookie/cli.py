@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 
 from pulsar_common import config as common_config
 from pulsar_common import errors as common_errors
+from pulsar_common import log_limits
 
 from pulsar_bookie import config as bookie_config
 from pulsar_bookie import errors
@@ -54,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    log_limits.install()
     try:
         conf = load_config(args)
         if args.print_config:

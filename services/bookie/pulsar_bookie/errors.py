@@ -45,6 +45,12 @@ class BookieUnavailableError(BookieError):
     retriable = True
 
 
+class NotEnoughBookiesError(BookieError):
+    """Fewer writable bookies than a new ensemble (or a replacement) needs."""
+
+    retriable = True
+
+
 class CookieMismatchError(BookieError):
     """The data directories do not belong to this bookie (emptied, foreign or mixed)."""
 

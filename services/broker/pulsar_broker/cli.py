@@ -7,10 +7,13 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from pulsar_common import log_limits
+
 
 def _logging(level: str) -> None:
     logging.basicConfig(level=getattr(logging, level.upper()),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log_limits.install()
 
 
 def add_standalone_arguments(parser: argparse.ArgumentParser) -> Callable[[Any], int]:

@@ -57,6 +57,12 @@ class ManagedLedgerConfig:
         10000,
         "Individually acknowledged ranges kept per cursor; later ones may be redelivered",
     )
+    add_entry_timeout_seconds: float = setting(
+        "managedLedgerAddEntryTimeoutSeconds",
+        30.0,
+        "An add still waiting for a ledger to write to after this long fails (0: never); "
+        "Apache's default is 0, see docs/design-choices.md",
+    )
     retention_time_minutes: int = setting(
         "defaultRetentionTimeInMinutes", 0, "Keep consumed ledgers this long (-1: forever)"
     )
@@ -80,6 +86,7 @@ class ManagedLedgerConfig:
             "managedLedgerMaxLedgerRolloverTimeMinutes": self.max_ledger_rollover_time_minutes,
             "managedLedgerCacheSizeMB": self.cache_size_mb,
             "managedLedgerCursorPositionFlushSeconds": self.cursor_position_flush_seconds,
+            "managedLedgerAddEntryTimeoutSeconds": self.add_entry_timeout_seconds,
         }
         for key, value in positive.items():
             if value <= 0:

@@ -53,10 +53,18 @@ class State(enum.Enum):
     DELETED = "deleted"
 
 
+#: Waits between attempts to create a ledger while none can be (no writable bookies):
+#: doubling from the first to the last.
+CREATE_RETRY_FIRST_S = 0.1
+CREATE_RETRY_MAX_S = 5.0
+
+
 @dataclass(eq=False)
 class _AddOp:
     data: bytes
     future: asyncio.Future[api.Position]
+    #: When add_entry accepted it (now_ms), for managedLedgerAddEntryTimeoutSeconds.
+    accepted_ms: int = 0
     position: api.Position | None = None
     error: BaseException | None = None
     done: bool = False
@@ -187,7 +195,8 @@ class ManagedLedgerCore:
             raise errors.TooManyPendingAddsError(
                 f"{self._name}: {PENDING_ADDS_MAX} adds are already pending"
             )
-        op = _AddOp(data if type(data) is bytes else bytes(data), _loop().create_future())
+        op = _AddOp(data if type(data) is bytes else bytes(data), _loop().create_future(),
+                    self.now_ms())
         self._queue.append(op)
         self._idle.clear()
         self._pump()
@@ -346,6 +355,11 @@ class ManagedLedgerCore:
             await self._inflight_drained()
             try:
                 new = await creating
+            except bookie_errors.NotEnoughBookiesError as exc:
+                held = await self._create_ledger_while_adds_wait(exc)
+                if held is None:
+                    return
+                new = held
             except bookie_errors.BookieError as exc:
                 self._fail_queued(errors.ManagedLedgerWriteError(f"no new ledger: {exc}"))
                 return
@@ -363,6 +377,51 @@ class ManagedLedgerCore:
         finally:
             self._rollover_task = None
             self._pump()
+
+    async def _create_ledger_while_adds_wait(
+        self, failure: bookie_errors.NotEnoughBookiesError
+    ) -> client_api.WriteHandle | None:
+        """No ledger can be created (not enough writable bookies): the queued adds wait
+        while creation is retried with a growing pause, instead of failing at once and
+        making their producers reconnect and resend in a tight loop. An add that waited
+        managedLedgerAddEntryTimeoutSeconds fails. None when no add is left waiting (or
+        the managed ledger is closing)."""
+        log.warning("%s: cannot create a ledger, %d adds wait: %s", self._name,
+                    len(self._queue), failure)
+        pause_s = CREATE_RETRY_FIRST_S
+        while True:
+            self._expire_waiting_adds(failure)
+            if not self._queue or self._state is not State.OPEN:
+                return None
+            if self._refusing_adds is not None:
+                self._fail_queued(self._refusing_adds(f"{self._name} is closing"))
+                return None
+            await asyncio.sleep(min(pause_s, self._until_first_add_expires_s()))
+            pause_s = min(pause_s * 2, CREATE_RETRY_MAX_S)
+            try:
+                return await self._create_ledger()
+            except bookie_errors.NotEnoughBookiesError as exc:
+                failure = exc
+                log.warning("%s: still cannot create a ledger, %d adds wait: %s",
+                            self._name, len(self._queue), exc)
+
+    def _expire_waiting_adds(self, failure: BaseException) -> None:
+        timeout_ms = self.config.add_entry_timeout_seconds * 1000
+        if timeout_ms <= 0:
+            return
+        now = self.now_ms()
+        while self._queue and now - self._queue[0].accepted_ms >= timeout_ms:
+            _fail(self._queue.popleft().future, errors.ManagedLedgerWriteError(
+                f"{self._name}: no ledger to write to for "
+                f"{self.config.add_entry_timeout_seconds:g} s: {failure}"))
+        self._update_idle()
+
+    def _until_first_add_expires_s(self) -> float:
+        timeout_ms = self.config.add_entry_timeout_seconds * 1000
+        if timeout_ms <= 0 or not self._queue:
+            return CREATE_RETRY_MAX_S
+        left_ms = self._queue[0].accepted_ms + timeout_ms - self.now_ms()
+        return max(0.0, left_ms / 1000)
 
     async def _create_ledger(self) -> client_api.WriteHandle:
         return await self._client.create_ledger(

@@ -54,6 +54,8 @@ class ProducerHandle:
         self.in_flight: collections.deque[tuple[asyncio.Future[ml.Position], int, int, int]] = (
             collections.deque())
         self.closed = False
+        #: A publish failed: the connection is closing, later failures are not reported.
+        self.failed = False
 
 
 class ConsumerHandle:

@@ -224,19 +224,26 @@ class Handlers:
             added, sequence_id, highest, _ = handle.in_flight.popleft()
             self.cnx.send_finished()
             if added.cancelled() or added.exception() is not None:
-                failure = None if added.cancelled() else added.exception()
-                log.warning("publish on %s failed: %s; closing connection", handle.topic, failure)
-                if isinstance(failure, ml_errors.ManagedLedgerFencedError
-                              | ml_errors.ManagedLedgerClosedError):
-                    # The ledger can take no more writes here: reload the topic (which
-                    # recovers its ledger) when the client reconnects.
-                    self.cnx.spawn(self.service.unload_topic(handle.topic.name))
-                self.cnx.close()
+                if not handle.failed:
+                    # Once per producer and connection, not once per pending message: the
+                    # connection closes and the client resends everything still pending.
+                    handle.failed = True
+                    self._publish_failed(handle, None if added.cancelled() else added.exception())
                 continue
             position = added.result()
             self.cnx.write(replies.send_receipt(
                 handle.producer_id, sequence_id, position.ledger_id, position.entry_id,
                 highest_sequence_id=highest if highest >= 0 else None))
+
+    def _publish_failed(self, handle: ProducerHandle, failure: BaseException | None) -> None:
+        log.warning("publish on %s failed: %s; closing connection from %s (%d sends pending)",
+                    handle.topic, failure, self.cnx.remote_address, len(handle.in_flight) + 1)
+        if isinstance(failure, ml_errors.ManagedLedgerFencedError
+                      | ml_errors.ManagedLedgerClosedError):
+            # The ledger can take no more writes here: reload the topic (which
+            # recovers its ledger) when the client reconnects.
+            self.cnx.spawn(self.service.unload_topic(handle.topic.name))
+        self.cnx.close()
 
     def close_producer(self, received: frame.Frame) -> None:
         request = received.command.close_producer

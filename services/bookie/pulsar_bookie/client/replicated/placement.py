@@ -23,10 +23,8 @@ class BookieSource(Protocol):
     async def bookies(self) -> list[BookieInfo]: ...
 
 
-class NotEnoughBookiesError(errors.BookieError):
-    """Fewer writable bookies than the ensemble needs."""
-
-    retriable = True
+#: Fewer writable bookies than the ensemble needs (the errors module's, named here too).
+NotEnoughBookiesError = errors.NotEnoughBookiesError
 
 
 def choose_ensemble(
