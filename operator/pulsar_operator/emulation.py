@@ -32,6 +32,7 @@ from kmock._internal import apps, enums
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CRD_DIR = REPO / "crds"
 KUBECTL = os.environ.get("KUBECTL", "/usr/bin/kubectl")
+KUBECTL_TIMEOUT_S = 60.0
 #: kmock keeps every request and filters that whole log to route each new one
 #: (quadratic over a long run); nothing here asserts on that log, so only the
 #: request being routed is kept.
@@ -64,6 +65,14 @@ class RealisticEmulator(kmock.KubernetesEmulator):
                 if version.isdigit() and int(version) <= newer_than:
                     continue
             yield event
+
+    async def _serve_version(self, request: Any) -> Any:
+        # kmock names the core group's version "/v1"; kubectl then finds no built-in kind
+        # ("the server doesn't have a resource type pod").
+        result: Any = await super()._serve_version(request)
+        if isinstance(result, dict) and str(result.get("groupVersion", "")).startswith("/"):
+            result["groupVersion"] = result["groupVersion"][1:]
+        return result
 
     async def __call__(self, raw_request: Any) -> Any:
         # kmock cannot parse the cluster-wide namespace collection (/api/v1/namespaces);
@@ -190,7 +199,13 @@ async def kubectl(kubeconfig: pathlib.Path, *args: str, stdin: str | None = None
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
-    out, err = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin is not None else None), 60)
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin is not None else None),
+                                          KUBECTL_TIMEOUT_S)
+    except TimeoutError:
+        proc.kill()  # by pid; a kubectl left waiting would outlive the test
+        await proc.wait()
+        raise
     if proc.returncode != 0:
         raise RuntimeError(f"kubectl {' '.join(args)} failed ({proc.returncode}): {err.decode()}")
     return out.decode()

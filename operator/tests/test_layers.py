@@ -37,3 +37,20 @@ def test_pure_cores_import_no_io_and_no_adapter(module: str) -> None:
 def test_every_module_says_why_it_exists() -> None:
     for path in PACKAGE.glob("*.py"):
         assert ast.get_docstring(ast.parse(path.read_text())), path.name
+
+
+TEST_ONLY = {"emulation", "kubelet_emulation"}
+
+
+def test_nothing_in_the_product_imports_the_test_harnesses() -> None:
+    """The API emulator and the kubelet harness are for tests and bench/ only: the product
+    must not be able to tell that it runs under them."""
+    for path in PACKAGE.glob("*.py"):
+        if path.stem in TEST_ONLY:
+            continue
+        names = imported(path.stem)
+        assert not {n.split(".")[1] for n in names if n.startswith("pulsar_operator.")} & TEST_ONLY, path.name
+    services = PACKAGE.parents[1] / "services"
+    for path in services.rglob("*.py"):
+        text = path.read_text()
+        assert "kubelet_emulation" not in text and "pulsar_operator.emulation" not in text, path

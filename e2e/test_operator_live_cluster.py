@@ -1,0 +1,229 @@
+"""e2e: the operator runs a real Pulsar cluster, driven only the way a user drives it.
+
+The API emulator (pulsar_operator.emulation), the operator process and the kubelet
+harness (pulsar_operator.kubelet_emulation) make one "Kubernetes cluster" on this
+machine: the pods the operator asks for run as local processes, each on its own
+loopback address, resolving the cluster DNS names. The tests run in order, as a user
+would: `kubectl apply` the CRDs and examples/pulsar-cluster.yaml unchanged, wait for
+Ready, produce and consume with the official client through status.brokerServiceURL,
+use pulsar-admin through status.webServiceURL, apply a Tenant and a PulsarNamespace,
+lose a broker pod, and delete the cluster. Clients and the operator run under
+`Harness.wrap`, so they resolve the cluster's names as a pod would.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import shutil
+import signal
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from pulsar_common.testing import free_port
+from pulsar_operator import emulation
+from pulsar_operator.kubelet_emulation import api, harness
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples"
+pytestmark = [
+    pytest.mark.asyncio(loop_scope="module"),
+    pytest.mark.slow,
+    pytest.mark.skipif(not shutil.which(emulation.KUBECTL), reason="kubectl is not installed"),
+    pytest.mark.skipif(not shutil.which("etcd"), reason="etcd is not installed"),
+    pytest.mark.skipif(harness.unavailable_reason() is not None, reason=str(harness.unavailable_reason())),
+]
+NS = "default"
+CLUSTER = "pulsar-mini"
+READY_TIMEOUT_S = 150.0
+WAIT_S = 60.0
+PULSAR_ADMIN = str(pathlib.Path(sys.executable).with_name("pulsar-admin"))
+GROUP = "pulsar.pulsar-py.dev/v1alpha1"
+CLUSTERS = api.Resource(GROUP, "pulsarclusters", "PulsarCluster")
+TENANTS = api.Resource(GROUP, "tenants", "Tenant")
+NAMESPACES = api.Resource(GROUP, "pulsarnamespaces", "PulsarNamespace")
+#: Produces N messages to a topic and consumes them back with the official client.
+ROUND_TRIP = """
+import sys, pulsar
+url, topic, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+client = pulsar.Client(url, operation_timeout_seconds=45)
+consumer = client.subscribe(topic, "e2e", initial_position=pulsar.InitialPosition.Earliest)
+producer = client.create_producer(topic)
+sent = [f"{topic}-{i}" for i in range(count)]
+for body in sent:
+    producer.send(body.encode())
+got = []
+while len(got) < count:
+    message = consumer.receive(timeout_millis=45000)
+    consumer.acknowledge(message)
+    got.append(message.data().decode())
+client.close()
+print("ROUND-TRIP " + ("ok" if sorted(got) == sorted(sent) else f"mismatch {got}"))
+"""
+
+
+class Live:
+    def __init__(self, kubeconfig: pathlib.Path, client: api.ApiClient, cluster: harness.Harness,
+                 operator: emulation.OperatorProcess) -> None:
+        self.kubeconfig = kubeconfig
+        self.api = client
+        self.cluster = cluster
+        self.operator = operator
+
+    async def kubectl(self, *args: str) -> str:
+        return await emulation.kubectl(self.kubeconfig, *args)
+
+    async def wait(self, resource: api.Resource, name: str, predicate: Any, what: str,
+                   timeout_s: float = WAIT_S) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+
+        async def check() -> bool:
+            await self.operator.healthy()  # fails fast with the operator's log if it died
+            obj = await self.api.get(resource, NS, name)
+            if obj is not None and predicate(obj):
+                found.update(obj)
+                return True
+            return False
+
+        await emulation.wait_for(check, timeout_s, what)
+        return found
+
+    async def gone(self, resource: api.Resource, name: str) -> None:
+        async def absent() -> bool:
+            return await self.api.get(resource, NS, name) is None
+
+        await emulation.wait_for(absent, WAIT_S, f"{resource.kind} {name} deleted")
+
+    async def status(self) -> dict[str, Any]:
+        cluster = await self.api.get(CLUSTERS, NS, CLUSTER)
+        assert cluster is not None
+        return dict(cluster.get("status") or {})
+
+    async def round_trip(self, topic: str, count: int = 20) -> None:
+        url = (await self.status())["brokerServiceURL"]
+        result = await self.cluster.run([sys.executable, "-c", ROUND_TRIP, url, topic, str(count)], timeout_s=150)
+        assert "ROUND-TRIP ok" in result.stdout, result.stdout[-3000:] + result.stderr[-3000:]
+
+    async def admin(self, *args: str) -> str:
+        url = (await self.status())["webServiceURL"]
+        result = await self.cluster.run([PULSAR_ADMIN, "--admin-url", url, *args], timeout_s=60)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result.stdout
+
+
+def condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == kind), {})
+
+
+def is_ready(obj: dict[str, Any]) -> bool:
+    return condition(obj, "Ready").get("status") == "True"
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def live(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> AsyncIterator[Live]:
+    state = tmp_path_factory.mktemp("live-cluster")
+    failed_before = request.session.testsfailed
+    async with emulation.running_emulator() as (_, url):
+        kubeconfig = emulation.write_kubeconfig(state / "kubeconfig", url, NS)
+        client = api.ApiClient(url)
+        cluster = harness.Harness(url, state / "node", owners=harness.custom_resources(),
+                                  backoff_initial_s=1.0, backoff_max_s=10.0)
+        operator = emulation.OperatorProcess(kubeconfig, free_port(), "--no-leader-election", "--namespace", NS,
+                                             "--resync-interval", "2", log=state / "operator.log")
+        operator.args = cluster.wrap(operator.args)  # the operator reaches the admin URL by cluster DNS
+        await cluster.start()
+        try:
+            await operator.start()
+            await emulation.wait_for(operator.healthy, WAIT_S, "operator /healthz")
+            yield Live(kubeconfig, client, cluster, operator)
+        finally:
+            await operator.stop()
+            await cluster.stop()
+            await client.close()
+            if request.session.testsfailed > failed_before:
+                print(cluster.logs(6000))
+                print("----- operator.log -----\n" + operator.log.read_text()[-6000:])
+
+
+async def test_the_example_cluster_becomes_ready_with_every_pod_running(live: Live) -> None:
+    await live.kubectl("apply", "--validate=false", "-f", str(emulation.CRD_DIR))
+    await live.kubectl("apply", "--validate=false", "-f", str(EXAMPLES / "pulsar-cluster.yaml"))
+    cluster = await live.wait(CLUSTERS, CLUSTER, is_ready, "PulsarCluster Ready=True", READY_TIMEOUT_S)
+    assert cluster["status"]["metadataInitialized"] is True
+    components = cluster["status"]["components"]
+    assert {k: v["readyReplicas"] for k, v in components.items() if v} == {
+        "etcd": 1, "bookkeeper": 3, "broker": 2, "proxy": 1}
+    pods = live.cluster.caches[api.PODS].items()
+    assert len({p["status"]["podIP"] for p in pods}) == len(pods) == 7
+
+
+async def test_the_official_client_produces_and_consumes_through_the_status_url(live: Live) -> None:
+    assert (await live.status())["brokerServiceURL"] == f"pulsar://{CLUSTER}-proxy.{NS}.svc:6650"
+    await live.round_trip("persistent://public/default/first")
+
+
+async def test_pulsar_admin_works_through_the_status_admin_url(live: Live) -> None:
+    assert CLUSTER in await live.admin("clusters", "list")
+    assert "public" in await live.admin("tenants", "list")
+    brokers = await live.admin("brokers", "list", CLUSTER)
+    assert f"{CLUSTER}-broker-0.{CLUSTER}-broker-headless.{NS}.svc" in brokers
+    assert f"{CLUSTER}-broker-1.{CLUSTER}-broker-headless.{NS}.svc" in brokers
+
+
+async def test_tenant_and_namespace_resources_appear_in_the_running_cluster(live: Live) -> None:
+    await live.kubectl("apply", "--validate=false", "-f", str(EXAMPLES / "tenant.yaml"),
+                       "-f", str(EXAMPLES / "namespace.yaml"))
+    await live.wait(TENANTS, "acme", is_ready, "Tenant Ready")
+    await live.wait(NAMESPACES, "acme-orders", is_ready, "PulsarNamespace Ready")
+    assert "acme/orders" in await live.admin("namespaces", "list", "acme")
+    retention = json.loads(await live.admin("namespaces", "get-retention", "acme/orders"))
+    assert retention == {"retentionTimeInMinutes": 1440, "retentionSizeInMB": 1024}
+    await live.round_trip("persistent://acme/orders/created", count=5)
+
+
+async def test_a_deleted_broker_pod_leaves_the_cluster_serving_and_comes_back(live: Live) -> None:
+    old = await live.api.get(api.PODS, NS, f"{CLUSTER}-broker-0")
+    assert old is not None
+    await live.kubectl("delete", "pod", f"{CLUSTER}-broker-0")
+    await live.round_trip("persistent://public/default/after-broker-loss")
+    await live.wait(api.PODS, f"{CLUSTER}-broker-0",
+                    lambda p: p["metadata"]["uid"] != old["metadata"]["uid"] and condition(p, "Ready").get("status")
+                    == "True", "broker-0 replaced and ready")
+    await live.round_trip("persistent://public/default/first", count=5)
+
+
+async def test_a_bookie_killed_like_a_failed_node_restarts_and_the_cluster_keeps_serving(live: Live) -> None:
+    live.cluster.kill_pod(f"{CLUSTER}-bookie-2", signum=signal.SIGKILL)
+    await live.round_trip("persistent://public/default/after-bookie-loss")
+
+    def restarted(pod: dict[str, Any]) -> bool:
+        container = ((pod.get("status") or {}).get("containerStatuses") or [{}])[0]
+        return container.get("restartCount", 0) >= 1 and container.get("ready") is True
+
+    await live.wait(api.PODS, f"{CLUSTER}-bookie-2", restarted, "bookie-2 restarted and ready")
+
+
+async def test_deleting_the_cluster_stops_its_pods_removes_its_children_and_keeps_its_volumes(live: Live) -> None:
+    # Pulsar refuses to delete a namespace that still has topics, so the user deletes them first.
+    await live.admin("topics", "delete", "-f", "persistent://acme/orders/created")
+    # --wait=false: kubectl's wait for a finalized object does not see the emulator's deletion.
+    await live.kubectl("delete", "pulsarnamespace", "acme-orders", "--wait=false")
+    await live.kubectl("delete", "tenant", "acme", "--wait=false")
+    await live.gone(NAMESPACES, "acme-orders")
+    await live.gone(TENANTS, "acme")
+    assert "acme" not in await live.admin("tenants", "list")
+    claims = {c["metadata"]["name"] for c in live.cluster.caches[api.CLAIMS].items()}
+    await live.kubectl("delete", "pulsarcluster", CLUSTER, "--wait=false")
+    await live.gone(CLUSTERS, CLUSTER)
+    await emulation.wait_for(lambda: not live.cluster.caches[api.PODS].items() and not live.cluster.kubelet.live,
+                             WAIT_S, "every pod stopped")
+    for resource in (api.STATEFUL_SETS, api.SERVICES, api.CONFIG_MAPS, api.DISRUPTION_BUDGETS):
+        items, _ = await live.api.list(resource)
+        assert [i["metadata"]["name"] for i in items if i["metadata"]["name"].startswith(CLUSTER)] == []
+    # No PVC retention policy is set, so the StatefulSets' default (Retain) keeps the data.
+    assert {c["metadata"]["name"] for c in (await live.api.list(api.CLAIMS))[0]} == claims
+    assert {f"data-{CLUSTER}-etcd-0", f"journal-{CLUSTER}-bookie-0", f"ledgers-{CLUSTER}-bookie-2"} <= claims
+    assert all((live.cluster.kubelet.claims.path(NS, name)).is_dir() for name in claims)
