@@ -15,21 +15,13 @@ from __future__ import annotations
 import os
 import typing
 
-import aiohttp
 import prometheus_client
-import yarl
 from aiohttp import web
 from prometheus_client import registry
+from pulsar_common import http_relay
 
 if typing.TYPE_CHECKING:
     from pulsar_proxy.service import ProxyService
-
-#: Redirects between brokers followed for one admin request.
-MAX_REDIRECTS = 8
-#: Request headers passed on to brokers (hop-by-hop and Host are not).
-FORWARDED_HEADERS = ("Authorization", "Content-Type", "Accept", "X-Pulsar-Auth-Method-Name")
-#: Response headers passed back to the client.
-RETURNED_HEADERS = ("Content-Type", "Location")
 
 SERVICE_KEY: web.AppKey[ProxyService] = web.AppKey("service")
 REGISTRY_KEY = web.AppKey("registry", registry.CollectorRegistry)
@@ -75,23 +67,4 @@ async def forward(request: web.Request) -> web.Response:
 
 
 async def _relay(request: web.Request, url: str, body: bytes) -> web.Response:
-    service = request.app[SERVICE_KEY]
-    headers = {k: request.headers[k] for k in FORWARDED_HEADERS if k in request.headers}
-    method = request.method
-    for _ in range(MAX_REDIRECTS + 1):
-        try:
-            async with service.http().request(method, url, data=body or None, headers=headers,
-                                              allow_redirects=False) as reply:
-                location = reply.headers.get("Location")
-                if reply.status in (301, 302, 303, 307, 308) and location:
-                    url = str(reply.url.join(yarl.URL(location)))
-                    if reply.status == 303:
-                        method, body = "GET", b""
-                    continue
-                returned = {k: reply.headers[k] for k in RETURNED_HEADERS if k in reply.headers}
-                return web.Response(status=reply.status, body=await reply.read(),
-                                    headers=returned)
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            return web.json_response({"reason": f"broker at {url} did not answer: {exc!r}"},
-                                     status=503)
-    return web.json_response({"reason": f"more than {MAX_REDIRECTS} redirects"}, status=502)
+    return await http_relay.relay(request.app[SERVICE_KEY].http(), request, url, body)
