@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from pulsar_common import config as common_config
 from pulsar_common import errors as common_errors
@@ -44,38 +43,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def serve(conf: config.WorkerConfig) -> None:
-    from aiohttp import web
     from pulsar_common import lifecycle
-    from pulsar_common.metadata import factory
 
-    from pulsar_functions.worker import rest, service, topic_calls
+    from pulsar_functions.worker import server
 
-    parts: dict[str, Any] = {}
+    running = server.WorkerServer(conf)
 
     async def start() -> str:
-        store = await factory.create_store(conf.metadata_store_url,
-                                           session_timeout_s=conf.session_timeout_ms / 1000)
-        parts["store"] = store
-        worker = service.FunctionsWorker(conf, store)
-        parts["worker"] = worker
-        await worker.start()
-        calls = topic_calls.TopicCalls(conf.pulsar_service_url)
-        parts["calls"] = calls
-        runner = web.AppRunner(rest.build_app(worker, calls), access_log=None)
-        await runner.setup()
-        parts["runner"] = runner
-        await web.TCPSite(runner, conf.bind_address, conf.worker_port).start()
-        return (f"pulsar functions-worker {worker.worker_id}: "
-                f"http://{conf.worker_hostname}:{conf.worker_port}")
+        await running.start()
+        assert running.worker is not None
+        return f"pulsar functions-worker {running.worker.worker_id}: {running.url}"
 
-    async def stop() -> None:
-        if "runner" in parts:
-            await parts["runner"].cleanup()
-        if "worker" in parts:
-            await parts["worker"].stop()
-        if "calls" in parts:
-            parts["calls"].close()
-        if "store" in parts:
-            await parts["store"].close()
-
-    await lifecycle.run_until_signalled(start, stop)
+    await lifecycle.run_until_signalled(start, running.stop)
