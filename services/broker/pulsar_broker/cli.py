@@ -23,6 +23,9 @@ def add_standalone_arguments(parser: argparse.ArgumentParser) -> Callable[[Any],
                         help="override one setting, e.g. --conf brokerServicePort=6651")
     parser.add_argument("--metadata-url",
                         help="etcd:http://host:2379 to use etcd instead of the embedded store")
+    parser.add_argument("--no-functions-worker", "-nfw", action="store_true",
+                        help="do not run the functions worker (it runs when the official "
+                             "client wheel is installed: the [functions] extra)")
     parser.add_argument("--log-level", default="info")
 
     def run(args: Any) -> int:

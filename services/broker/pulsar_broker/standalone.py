@@ -22,8 +22,7 @@ from pulsar_bookie.net import server as bookie_server
 from pulsar_bookie.service import bookie as bookie_service
 from pulsar_bookie.storage import engine as bookie_engine
 from pulsar_common import config as common_config
-from pulsar_common import lifecycle
-from pulsar_common import naming
+from pulsar_common import lifecycle, naming
 from pulsar_common.metadata import api as md
 from pulsar_common.metadata import factory as md_factory
 
@@ -86,9 +85,12 @@ async def create_cluster_records(res: resources.PulsarResources, conf: broker_co
 class Standalone:
     """The running pieces, started in dependency order and stopped in reverse."""
 
-    def __init__(self, data_dir: pathlib.Path, settings: StandaloneSettings) -> None:
+    def __init__(self, data_dir: pathlib.Path, settings: StandaloneSettings, *,
+                 functions_worker: bool = True) -> None:
         self.data_dir = data_dir
         self.settings = settings
+        self.functions_worker = functions_worker
+        self.worker: Any = None
         self.store: md.MetadataStore | None = None
         self.bookie: bookie_engine.LedgerStorageEngine | None = None
         self.bookie_server: bookie_server.BookieServer | None = None
@@ -117,10 +119,36 @@ class Standalone:
         self.service = BrokerService(conf, res, ledgers, self.ledger_client)
         self.listeners = listeners.BrokerListeners(self.service)
         await self.listeners.start()
+        if self.functions_worker:
+            await self._start_functions_worker()
         log.info("pulsar standalone ready: %s %s", self.service.broker_service_url,
                  self.service.web_service_url)
 
+    async def _start_functions_worker(self) -> None:
+        """A functions worker over this standalone's metadata store, as Apache's standalone
+        runs one; the broker's web port forwards /admin/v3/functions to it."""
+        assert self.service is not None and self.store is not None
+        try:
+            import pulsar  # noqa: F401 - function instances run on the official client
+        except ImportError:
+            log.warning("no functions worker: the official client wheel is missing "
+                        "(pip install 'pulsar-py[functions]')")
+            return
+        from pulsar_functions.worker import config as worker_config
+        from pulsar_functions.worker import server
+
+        conf = self.settings.broker
+        self.worker = server.WorkerServer(worker_config.WorkerConfig(
+            worker_hostname=conf.advertised_address, worker_port=0,
+            bind_address=conf.bind_address, cluster=conf.cluster_name,
+            pulsar_service_url=self.service.broker_service_url,
+            pulsar_web_service_url=self.service.web_service_url,
+            data_dir=str(self.data_dir / "functions")), self.store)
+        await self.worker.start()
+
     async def stop(self) -> None:
+        if self.worker is not None:
+            await self.worker.stop()
         if self.listeners is not None:
             await self.listeners.stop()
         if self.ledger_client is not None:
@@ -133,8 +161,9 @@ class Standalone:
             await self.store.close()
 
 
-async def run(data_dir: pathlib.Path, settings: StandaloneSettings) -> None:
-    standalone = Standalone(data_dir, settings)
+async def run(data_dir: pathlib.Path, settings: StandaloneSettings, *,
+              functions_worker: bool = True) -> None:
+    standalone = Standalone(data_dir, settings, functions_worker=functions_worker)
 
     async def start() -> str:
         await standalone.start()
@@ -156,5 +185,5 @@ def main(args: Any) -> int:
         uvloop.install()
     except ImportError:
         pass
-    asyncio.run(run(data_dir, settings))
+    asyncio.run(run(data_dir, settings, functions_worker=not args.no_functions_worker))
     return 0

@@ -21,6 +21,7 @@ from pulsar_broker.web import (
     brokers,
     bundles,
     clusters,
+    functions,
     http_limits,
     lookup,
     metrics,
@@ -78,4 +79,5 @@ def create_app(service: BrokerService) -> web.Application:
         app.router.add_routes(module.routes)
     rates.install(app, service)
     metrics.install(app, service)
+    functions.install(app)
     return app
