@@ -189,6 +189,11 @@ class Container:
                 self._set(state={"waiting": {"reason": "CreateContainerConfigError", "message": str(exc)}})
                 await asyncio.sleep(CONFIG_RETRY_S)
                 continue
+            except OSError as exc:  # the wrapper could not be started at all
+                log.error("container %s of %s could not start: %s", self.name, self.pod["metadata"]["name"], exc)
+                self._set(state={"waiting": {"reason": "RunContainerError", "message": str(exc)}})
+                await asyncio.sleep(self._backoff_s)
+                continue
             if (until_success or restart_policy == "OnFailure") and code == 0 or restart_policy == "Never":
                 return code
             delay, self._backoff_s = self._backoff_s, min(self._backoff_s * 2, self.node.backoff_max_s)

@@ -57,6 +57,14 @@ class PodRunner:
         self._task = asyncio.create_task(self._run(), name=f"pod {self.namespace}/{self.name}")
 
     async def _run(self) -> None:
+        try:
+            await self._lifecycle()
+        except Exception:  # a harness bug: say so in the pod's status and the test's log
+            log.exception("pod %s/%s failed in the harness", self.namespace, self.name)
+            self.phase = "Failed"
+            self.node.on_change()
+
+    async def _lifecycle(self) -> None:
         while True:
             try:
                 self.volumes.prepare()
