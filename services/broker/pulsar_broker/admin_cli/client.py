@@ -1,7 +1,9 @@
 """A small blocking HTTP client for the admin REST API (standard library only).
 
-Errors come back as AdminError carrying the status and the `reason` the
-broker sent, which is what pulsar-admin prints.
+Bodies are JSON, or multipart/form-data (FormPart) where Apache's API takes
+files (functions create/update, trigger, putstate). Errors come back as
+AdminError carrying the status and the `reason` the broker sent, which is
+what pulsar-admin prints.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +45,28 @@ class Reply:
         return json.loads(self.body) if self.body else None
 
 
+@dataclass(frozen=True)
+class FormPart:
+    """One part of a multipart/form-data body: a field, or a file when filename is set."""
+
+    name: str
+    data: bytes
+    filename: str | None = None
+    content_type: str = "text/plain"
+
+
+def encode_form(parts: Sequence[FormPart], boundary: str) -> bytes:
+    """The multipart/form-data body of parts (RFC 7578), separated by boundary."""
+    body = b""
+    for part in parts:
+        disposition = f'form-data; name="{part.name}"'
+        if part.filename is not None:
+            disposition += f'; filename="{part.filename}"'
+        body += (f"--{boundary}\r\nContent-Disposition: {disposition}\r\n"
+                 f"Content-Type: {part.content_type}\r\n\r\n").encode() + part.data + b"\r\n"
+    return body + f"--{boundary}--\r\n".encode()
+
+
 def quote(segment: str) -> str:
     """One path segment, encoded the way Apache's admin client encodes topic names."""
     return urllib.parse.quote(segment, safe="")
@@ -53,13 +79,23 @@ class AdminClient:
 
     def request(self, method: str, path: str, body: Any = None,
                 query: dict[str, str] | None = None) -> Reply:
+        data = None if body is None else json.dumps(body).encode()
+        return self._request(method, path, data, "application/json", query)
+
+    def send_form(self, method: str, path: str, parts: Sequence[FormPart]) -> Reply:
+        """A multipart/form-data request, as Apache's client sends files."""
+        boundary = f"pulsar-admin-{uuid.uuid4().hex}"
+        return self._request(method, path, encode_form(parts, boundary),
+                             f"multipart/form-data; boundary={boundary}", None)
+
+    def _request(self, method: str, path: str, data: bytes | None, content_type: str,
+                 query: dict[str, str] | None) -> Reply:
         url = self.admin_url + path
         if query:
             url += "?" + urllib.parse.urlencode(query)
-        data = None if body is None else json.dumps(body).encode()
         for _ in range(MAX_REDIRECTS + 1):
             try:
-                return self._send(method, url, data)
+                return self._send(method, url, data, content_type)
             except urllib.error.HTTPError as exc:
                 location = exc.headers.get("Location")
                 if exc.code not in (307, 308) or not location:
@@ -68,10 +104,10 @@ class AdminClient:
                 url = urllib.parse.urljoin(url, location)
         raise AdminError(CONNECT_FAILED, f"More than {MAX_REDIRECTS} redirects, last to {url}")
 
-    def _send(self, method: str, url: str, data: bytes | None) -> Reply:
+    def _send(self, method: str, url: str, data: bytes | None, content_type: str) -> Reply:
         req = urllib.request.Request(url, data=data, method=method)
         if data is not None:
-            req.add_header("Content-Type", "application/json")
+            req.add_header("Content-Type", content_type)
         req.add_header("Accept", "application/json")
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s) as response:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pulsar_common import naming
@@ -21,10 +21,11 @@ class Group:
         self.parser.set_defaults(group_parser=self.parser)
         self._commands = self.parser.add_subparsers(dest="command", metavar="<command>")
 
-    def command(self, name: str, help_text: str, run: Run) -> argparse.ArgumentParser:
+    def command(self, name: str, help_text: str, run: Run,
+                aliases: Sequence[str] = ()) -> argparse.ArgumentParser:
         parser: argparse.ArgumentParser = self._commands.add_parser(
-            name, help=help_text, description=help_text)
-        parser.set_defaults(run=run)
+            name, help=help_text, description=help_text, aliases=list(aliases))
+        parser.set_defaults(run=run, command_parser=parser)
         return parser
 
 

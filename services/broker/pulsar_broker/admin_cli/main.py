@@ -16,6 +16,7 @@ from pulsar_broker.admin_cli import (
     brokers,
     client,
     clusters,
+    functions,
     namespaces,
     output,
     schemas,
@@ -35,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get("PULSAR_ADMIN_URL", DEFAULT_ADMIN_URL),
         help="broker web service URL (default: $PULSAR_ADMIN_URL or %(default)s)")
     groups = parser.add_subparsers(dest="group", metavar="<group>")
-    for module in (clusters, tenants, namespaces, topics, brokers, schemas):
+    for module in (clusters, tenants, namespaces, topics, brokers, schemas, functions):
         module.register(groups)
     return parser
 
