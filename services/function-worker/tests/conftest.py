@@ -9,27 +9,9 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import pulsar
 import pytest
 from pulsar_broker import testing as broker_testing
 from pulsar_functions import testing
-
-
-@pytest.fixture(scope="session")
-def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[broker_testing.StandaloneProcess]:
-    data_dir = tmp_path_factory.mktemp("standalone") / "data"
-    process = broker_testing.StandaloneProcess(data_dir, {"journalSyncData": "false"})
-    process.start()
-    yield process
-    process.stop()
-
-
-@pytest.fixture
-def client(standalone: broker_testing.StandaloneProcess) -> Iterator[pulsar.Client]:
-    c = pulsar.Client(standalone.service_url, operation_timeout_seconds=30,
-                      logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
-    yield c
-    c.close()
 
 
 @pytest.fixture

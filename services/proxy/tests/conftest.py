@@ -14,15 +14,6 @@ from pulsar_broker import testing as broker_testing
 ProxyFactory = Callable[..., broker_testing.ProxyProcess]
 
 
-@pytest.fixture(scope="session")
-def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[broker_testing.StandaloneProcess]:
-    data_dir = tmp_path_factory.mktemp("standalone") / "data"
-    process = broker_testing.StandaloneProcess(data_dir, {"journalSyncData": "false"})
-    process.start()
-    yield process
-    process.stop()
-
-
 def _proxy_for(standalone: broker_testing.StandaloneProcess, root: pathlib.Path,
                **overrides: str) -> broker_testing.ProxyProcess:
     settings = {"brokerServiceURL": standalone.service_url,
