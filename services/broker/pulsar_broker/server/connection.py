@@ -268,7 +268,7 @@ class ServerConnection(asyncio.Protocol):
                      data: bytes, partition: int) -> None:
         header, entry = wire_entry.message_frame_parts(
             consumer_id, position.ledger_id, position.entry_id, data,
-            redelivery_count=redelivery_count,
+            partition=partition, redelivery_count=redelivery_count,
             with_checksum=codes.supports_checksum(self.protocol_version))
         self.write_parts(header, entry)
 

@@ -23,6 +23,19 @@ def _create_partitioned(standalone, topic: str, partitions: int) -> None:
         assert response.status in (200, 204)
 
 
+def test_received_message_ids_name_their_partition(client, standalone, topic):
+    """Code that groups by msg.message_id().partition() sees the partition each message
+    came from, as in the producer's receipt (the MESSAGE frame carries it)."""
+    _create_partitioned(standalone, topic, 3)
+    consumer = client.subscribe(topic, "sub")
+    producer = client.create_producer(topic, batching_enabled=False)
+    sent = {b"%d" % i: producer.send(b"%d" % i).partition() for i in range(12)}
+    assert set(sent.values()) == {0, 1, 2}
+    for msg in receive_all(consumer, 12):
+        assert msg.message_id().partition() == sent[msg.data()]
+        assert msg.topic_name().endswith(f"-partition-{sent[msg.data()]}")
+
+
 @pytest.mark.parametrize("mode", ["RoundRobinDistribution", "UseSinglePartition"])
 def test_partitioned_topic_with_routing_mode(client, standalone, topic, mode):
     _create_partitioned(standalone, topic, 3)
