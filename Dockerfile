@@ -1,8 +1,9 @@
 # One image for every pulsar-py service:
-#   pulsar broker | bookie | proxy | operator | standalone
-# plus `pulsar-admin`, `pulsar-client`, `pulsar-perf` (the `operator` and `cli`
-# extras; no Spark: `pulsar sql` jobs use their own Spark image, see docs/spark.md),
-# and etcd for the etcd pods the operator runs.
+#   pulsar broker | bookie | proxy | operator | standalone | function-instance | functions-worker
+# plus `pulsar-admin`, `pulsar-client`, `pulsar-perf` (the `operator`, `cli` and
+# `functions` extras; no Spark: `pulsar sql` jobs use their own Spark image, see
+# docs/spark.md), and etcd for the etcd pods the operator runs. The example
+# Python functions are under /pulsar/examples/python-examples, as in Apache's image.
 #
 #   docker build -t pulsar-py:0.1.0 .
 #   docker run --rm -p 6650:6650 -p 8080:8080 pulsar-py:0.1.0 standalone
@@ -29,13 +30,13 @@ COPY pyproject.toml README.md ./
 COPY services ./services
 COPY operator ./operator
 COPY spark ./spark
-RUN pip wheel --wheel-dir /wheels '.[operator,cli]'
+RUN pip wheel --wheel-dir /wheels '.[operator,cli,functions]'
 
 # Runtime stage.
 FROM ${PYTHON_IMAGE}
 ARG PULSAR_UID=10000
 LABEL org.opencontainers.image.title="pulsar-py" \
-      org.opencontainers.image.description="Apache Pulsar rebuilt in Python: broker, bookie, proxy, operator" \
+      org.opencontainers.image.description="Apache Pulsar rebuilt in Python: broker, bookie, proxy, functions, operator" \
       org.opencontainers.image.licenses="Apache-2.0"
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -46,10 +47,17 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 COPY --from=etcd /usr/local/bin/etcd /usr/local/bin/etcd
 
 COPY --from=build /wheels /wheels
-RUN pip install --no-index --find-links=/wheels 'pulsar-py[operator,cli]' \
+RUN pip install --no-index --find-links=/wheels 'pulsar-py[operator,cli,functions]' \
  && rm -rf /wheels \
  && pulsar --help >/dev/null \
+ && python -c 'import pulsar' \
  && etcd --version
+
+# Function resources may name code the image has: Apache's example path (what
+# function-mesh samples use) links to the module shipped in the package.
+RUN mkdir -p /pulsar/examples/python-examples \
+ && ln -s "$(python -c 'import pulsar_functions.examples.exclamation_function as m; print(m.__file__)')" \
+          /pulsar/examples/python-examples/exclamation_function.py
 
 # Non-root user; the charts' and the operator's pod security contexts use the same id.
 RUN groupadd --system --gid ${PULSAR_UID} pulsar \

@@ -2,7 +2,9 @@
 
 The code is a single .py file, or a .zip/.whl of modules (put on sys.path);
 `pyLocation` may name it by URL (http, https, file), fetched once into the
-instance's work directory. className is `module.Name` or just `Name` (then
+instance's work directory. With neither `py` nor `pyLocation`, the code is
+already installed where the instance runs (a module of the image, like
+pulsar_functions.examples). className is `module.Name` or just `Name` (then
 the module is the file's own). What it names decides how it is called:
 a subclass of pulsar.Function (or any class with `process`) is instantiated
 once and called as process(input, context); a plain callable is called with
@@ -29,13 +31,14 @@ FETCH_TIMEOUT_S = 60.0
 Invoke = Callable[[Any, Any], Any]
 
 
-def code_path(function: config.FunctionConfig, work_dir: pathlib.Path) -> pathlib.Path:
-    """The local file holding the function's code (fetched from pyLocation if needed)."""
+def code_path(function: config.FunctionConfig, work_dir: pathlib.Path) -> pathlib.Path | None:
+    """The local file holding the function's code (fetched from pyLocation if needed);
+    None when the config names no code, so className is imported from what is installed."""
     if function.py and pathlib.Path(function.py).exists():
         return pathlib.Path(function.py)
     location = function.py_location or function.py
     if not location:
-        raise errors.FunctionCodeError("no code: set py (a file) or pyLocation (a URL)")
+        return None
     parsed = urllib.parse.urlsplit(location)
     if parsed.scheme in ("", "file"):
         path = pathlib.Path(parsed.path if parsed.scheme else location)
@@ -55,9 +58,12 @@ def code_path(function: config.FunctionConfig, work_dir: pathlib.Path) -> pathli
     return target
 
 
-def load(path: pathlib.Path, class_name: str) -> Invoke:
-    """An invoke(input, context) for the function className names in the code at path."""
-    if path.suffix in (".zip", ".whl"):
+def load(path: pathlib.Path | None, class_name: str) -> Invoke:
+    """An invoke(input, context) for the function className names in the code at path
+    (or in the installed modules when path is None)."""
+    if path is None:
+        default_module = None
+    elif path.suffix in (".zip", ".whl"):
         sys.path.insert(0, str(path))
         default_module = None
     else:
