@@ -124,14 +124,21 @@ def test_etcd_comes_from_a_supported_release_line_of_the_etcd_project() -> None:
     assert not any("etcd-server" in rest for keyword, rest in final_stage() if keyword == "RUN")
 
 
-def test_the_project_is_pip_installed_in_the_final_image_without_spark() -> None:
+def test_the_project_is_pip_installed_in_the_final_image_with_functions_and_without_spark() -> None:
     name = PYPROJECT["project"]["name"]
     build = [shlex.split(rest) for keyword, rest in instructions() if keyword == "RUN"]
-    assert ["pip", "wheel", "--wheel-dir", "/wheels", ".[operator,cli]"] in build
+    assert ["pip", "wheel", "--wheel-dir", "/wheels", ".[operator,cli,functions]"] in build
     final_runs = [shlex.split(rest) for keyword, rest in final_stage() if keyword == "RUN"]
-    install = ["pip", "install", "--no-index", "--find-links=/wheels", f"{name}[operator,cli]"]
+    install = ["pip", "install", "--no-index", "--find-links=/wheels", f"{name}[operator,cli,functions]"]
     assert any(run[: len(install)] == install for run in final_runs)
-    assert set(PYPROJECT["project"]["optional-dependencies"]) >= {"operator", "cli", "spark"}
+    assert set(PYPROJECT["project"]["optional-dependencies"]) >= {"operator", "cli", "spark", "functions"}
+
+
+def test_the_example_function_is_where_apache_images_and_function_mesh_samples_keep_it() -> None:
+    runs = " ".join(rest for keyword, rest in final_stage() if keyword == "RUN")
+    assert "import pulsar_functions.examples.exclamation_function" in runs
+    assert "/pulsar/examples/python-examples/exclamation_function.py" in runs
+    assert (REPO / "services/function-worker/pulsar_functions/examples/exclamation_function.py").is_file()
 
 
 def test_entrypoint_runs_the_pulsar_console_script() -> None:
