@@ -190,6 +190,13 @@ class ManagedLedger(Protocol):
     @property
     def is_terminated(self) -> bool: ...
 
+    @property
+    def properties(self) -> dict[str, str]:
+        """The managed ledger's own properties (the topic epoch, for one)."""
+
+    async def set_property(self, key: str, value: str) -> None:
+        """Record a property durably, in the managed ledger's metadata."""
+
     async def close(self) -> None: ...
 
     async def delete(self) -> None:

@@ -149,6 +149,20 @@ class ManagedLedgerImpl(ledger_core.ManagedLedgerCore):
         self.wake_readers()
         return self._last_confirmed
 
+    async def set_property(self, key: str, value: str) -> None:
+        """Record a property in the managed ledger's metadata (e.g. the topic epoch)."""
+        async with self._metadata_lock:
+            self._check_usable()
+            if self._state is State.FENCED:
+                raise errors.ManagedLedgerFencedError(f"{self._name} is fenced: {self._fence_reason}")
+            before = dict(self._properties)
+            self._properties[key] = value
+            try:
+                await self.write_ledger_list(self.ledgers)
+            except BaseException:
+                self._properties = before
+                raise
+
     async def close(self) -> None:
         """Flush cursors, seal the current ledger and release everything; idempotent."""
         if self._state in (State.CLOSED, State.DELETED):

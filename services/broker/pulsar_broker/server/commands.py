@@ -9,6 +9,7 @@ from pulsar_common.wire import pulsar_api_pb2 as pb
 from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.managed_ledger import errors as ml_errors
+from pulsar_broker.topics import producer_access
 
 T = pb.BaseCommand
 
@@ -34,6 +35,8 @@ _ERROR_CODES: list[tuple[type[BaseException], int]] = [
     (ml_errors.ManagedLedgerFencedError, pb.ServiceNotReady),
     (ml_errors.ManagedLedgerClosedError, pb.ServiceNotReady),
     (ml_errors.ManagedLedgerError, pb.PersistenceError),
+    (producer_access.ProducerBusyError, pb.ProducerBusy),
+    (producer_access.ProducerFencedError, pb.ProducerFenced),
     (errors.TopicNotFoundError, pb.TopicNotFound),
     (errors.NotFoundError, pb.TopicNotFound),
     (errors.NotAllowedError, pb.NotAllowedError),

@@ -79,6 +79,8 @@ class ServerConnection(asyncio.Protocol):
         self.connected = False
         self.producers: dict[int, ProducerHandle] = {}
         self.consumers: dict[int, ConsumerHandle] = {}
+        #: Producers still being admitted (a WaitForExclusive one waits for its turn there).
+        self.waiting_producers: dict[int, asyncio.Task[Any]] = {}
         self.pending_sends = 0
         self._reading_paused = False
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -286,6 +288,9 @@ class ServerConnection(asyncio.Protocol):
     # Teardown
 
     async def _cleanup(self) -> None:
+        for waiting in list(self.waiting_producers.values()):
+            waiting.cancel()
+        self.waiting_producers.clear()
         for producer in list(self.producers.values()):
             producer.closed = True
             producer.topic.remove_producer(producer.producer)

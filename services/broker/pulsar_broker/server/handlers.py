@@ -28,11 +28,17 @@ from pulsar_broker.schema import records as schema_records
 from pulsar_broker.schema import topic_schemas
 from pulsar_broker.server import commands
 from pulsar_broker.subscriptions.consumer import Consumer, SubType
-from pulsar_broker.topics import backlog_quota, deduplication, entry_info, policies
+from pulsar_broker.topics import (
+    backlog_quota,
+    deduplication,
+    entry_info,
+    policies,
+    producer_access,
+)
 
 if TYPE_CHECKING:
     from pulsar_broker.server.connection import ConsumerHandle, ProducerHandle, ServerConnection
-    from pulsar_broker.topics.persistent_topic import PersistentTopic
+    from pulsar_broker.topics.persistent_topic import PersistentTopic, Producer
 
 log = logging.getLogger(__name__)
 T = pb.BaseCommand
@@ -121,6 +127,10 @@ class Handlers:
             self._producer_success(request.request_id, existing.producer.name,
                                    existing.topic, existing.schema_version)
             return
+        if request.producer_id in self.cnx.waiting_producers:
+            self.cnx.write(replies.error(request.request_id, pb.ServiceNotReady,
+                                          "Producer is already present on the connection"))
+            return
         topic_name = naming.TopicName.parse(request.topic)
         topic = await self.service.get_topic(topic_name, create=True)
         if topic is None:
@@ -146,20 +156,44 @@ class Handlers:
             self.cnx.write(replies.error(request.request_id, pb.IncompatibleSchema, str(exc)))
             return
         name = request.producer_name or self.service.generate_producer_name()
-        producer = topic.add_producer(
-            name, self.cnx.remote_address,
-            functools.partial(self.cnx.send_close_producer, request.producer_id))
         version = None if schema_version is None else schema_records.encode_version(schema_version)
+        producer, epoch = await self._admit_producer(request, topic, name, version)
+        if self.cnx.transport is None:
+            # The connection went away while the producer waited for its turn.
+            topic.remove_producer(producer)
+            return
         self.cnx.producers[request.producer_id] = ProducerHandle(request.producer_id, topic,
                                                                  producer, version)
-        self._producer_success(request.request_id, name, topic, version)
+        self._producer_success(request.request_id, name, topic, version, topic_epoch=epoch)
+
+    async def _admit_producer(self, request: pb.CommandProducer, topic: PersistentTopic,
+                              name: str, version: bytes | None) -> tuple[Producer, int | None]:
+        """Add the producer to the topic under its access mode. A WaitForExclusive one that
+        has to wait is told so (PRODUCER_SUCCESS with producer_ready=false) and waits here;
+        CLOSE_PRODUCER or the connection's end cancel the wait."""
+        task = asyncio.current_task()
+        assert task is not None
+        self.cnx.waiting_producers[request.producer_id] = task
+        try:
+            return await topic.add_producer(
+                name, self.cnx.remote_address,
+                functools.partial(self.cnx.send_close_producer, request.producer_id),
+                access_mode=producer_access.AccessMode(request.producer_access_mode),
+                topic_epoch=request.topic_epoch if request.HasField("topic_epoch") else None,
+                on_queued=lambda: self._producer_success(request.request_id, name, topic, version,
+                                                         producer_ready=False))
+        finally:
+            self.cnx.waiting_producers.pop(request.producer_id, None)
 
     def _producer_success(self, request_id: int, name: str, topic: PersistentTopic,
-                          schema_version: bytes | None) -> None:
+                          schema_version: bytes | None, *, topic_epoch: int | None = None,
+                          producer_ready: bool = True) -> None:
         dedup = topic.deduplication
         last = -1 if dedup is None else dedup.last_sequence_id(name)
         self.cnx.write(replies.producer_success(request_id, name, last_sequence_id=last,
-                                                schema_version=schema_version))
+                                                schema_version=schema_version,
+                                                topic_epoch=topic_epoch,
+                                                producer_ready=producer_ready))
 
     def send(self, received: frame.Frame) -> None:
         request = received.command.send
@@ -250,6 +284,9 @@ class Handlers:
         self.cnx.spawn(self._close_producer(request), request.request_id)
 
     async def _close_producer(self, request: pb.CommandCloseProducer) -> None:
+        waiting = self.cnx.waiting_producers.pop(request.producer_id, None)
+        if waiting is not None:
+            waiting.cancel()
         handle = self.cnx.producers.pop(request.producer_id, None)
         if handle is not None:
             handle.closed = True

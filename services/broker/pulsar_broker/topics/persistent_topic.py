@@ -7,8 +7,11 @@ unchanged. After each append the subscriptions' dispatchers are woken.
 from __future__ import annotations
 
 import asyncio
+import collections
+import dataclasses
 import functools
 import itertools
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -20,21 +23,35 @@ from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.subscriptions import dispatcher as dispatch
 from pulsar_broker.subscriptions.consumer import SubType
 from pulsar_broker.subscriptions.subscription import Subscription
-from pulsar_broker.topics import deduplication, policies
+from pulsar_broker.topics import deduplication, policies, producer_access
+from pulsar_broker.topics.producer_access import AccessMode
 from pulsar_broker.web import hooks
+
+log = logging.getLogger(__name__)
 
 
 class Producer:
     def __init__(self, producer_id: int, name: str, remote_address: str,
-                 disconnect: Callable[[], None] | None = None) -> None:
+                 disconnect: Callable[[], None] | None = None,
+                 access_mode: AccessMode = AccessMode.SHARED) -> None:
         self.producer_id = producer_id
         #: Tells the client its producer is closed (CLOSE_PRODUCER), so it reconnects.
         self.disconnect = disconnect
         self.name = name
+        self.access_mode = access_mode
         self.remote_address = remote_address
         self.msg_in = 0
         self.bytes_in = 0
         self.connected_since = time.time()
+
+
+@dataclasses.dataclass(eq=False)
+class _Waiter:
+    """A WaitForExclusive producer in line; its future gets the epoch to take."""
+
+    name: str
+    requested_epoch: int | None
+    turn: asyncio.Future[int]
 
 
 class PersistentTopic:
@@ -56,22 +73,114 @@ class PersistentTopic:
         self.deduplication: deduplication.MessageDeduplication | None = None
         #: The namespace's policies as they apply here (kept current by the PolicyEnforcer).
         self.policies = policies.TopicPolicies()
+        stored = ledger.properties.get(producer_access.EPOCH_PROPERTY)
+        self.access = producer_access.ProducerAccess(None if stored is None else int(stored))
+        self._waiting: collections.deque[_Waiter] = collections.deque()
 
     def __str__(self) -> str:
         return str(self.name)
 
     # Producing
 
-    def add_producer(self, name: str, remote_address: str,
-                     disconnect: Callable[[], None] | None = None) -> Producer:
+    async def add_producer(
+        self, name: str, remote_address: str, disconnect: Callable[[], None] | None = None, *,
+        access_mode: AccessMode = AccessMode.SHARED, topic_epoch: int | None = None,
+        on_queued: Callable[[], None] | None = None,
+    ) -> tuple[Producer, int | None]:
+        """Admit a producer under its access mode; returns it with the topic epoch to
+        announce. A WaitForExclusive producer calls on_queued when it has to wait, and
+        returns once it is its turn. Refusals raise ProducerBusyError/ProducerFencedError."""
+        self._check_open()
+        decision = self.access.admit(access_mode, name, topic_epoch, bool(self.producers))
+        if isinstance(decision, producer_access.Queue):
+            epoch: int | None = await self._persist_epoch(
+                await self._wait_for_turn(name, topic_epoch, on_queued))
+        elif decision.epoch is None:
+            epoch = self.access.epoch
+        else:
+            if isinstance(decision, producer_access.FenceThenGrant):
+                self._fence_producers()
+            epoch = await self._persist_epoch(decision.epoch)
         if self.closed:
-            raise errors.ServiceNotReadyError(f"Topic {self.name} is closing")
-        producer = Producer(next(self._producer_ids), name, remote_address, disconnect)
+            self._release_exclusive(access_mode)
+            self._check_open()
+        producer = Producer(next(self._producer_ids), name, remote_address, disconnect,
+                            access_mode)
         self.producers[producer.producer_id] = producer
-        return producer
+        return producer, epoch
 
     def remove_producer(self, producer: Producer) -> None:
-        self.producers.pop(producer.producer_id, None)
+        if self.producers.pop(producer.producer_id, None) is not producer:
+            return
+        self._release_exclusive(producer.access_mode)
+        if not self.producers:
+            # Apache promotes a waiting producer only when an exclusive one leaves; one
+            # that waits behind shared producers gets its turn when the last one leaves.
+            self._promote_next()
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise errors.ServiceNotReadyError(f"Topic {self.name} is closing")
+
+    def _release_exclusive(self, access_mode: AccessMode) -> None:
+        if access_mode is not AccessMode.SHARED:
+            self.access.release()
+
+    async def _persist_epoch(self, epoch: int) -> int:
+        """Store an exclusive grant's epoch (a ledger property) before the producer hears
+        of it; a failure gives the topic back."""
+        try:
+            await self.ledger.set_property(producer_access.EPOCH_PROPERTY, str(epoch))
+        except BaseException:
+            self.access.release()
+            self._promote_next()
+            raise
+        self.access.granted(epoch)
+        return epoch
+
+    async def _wait_for_turn(self, name: str, requested_epoch: int | None,
+                             on_queued: Callable[[], None] | None) -> int:
+        waiter = _Waiter(name, requested_epoch, asyncio.get_running_loop().create_future())
+        self._waiting.append(waiter)
+        if on_queued is not None:
+            on_queued()
+        try:
+            return await waiter.turn
+        except asyncio.CancelledError:
+            # The client closed the producer or the connection while it waited.
+            if waiter in self._waiting:
+                self._waiting.remove(waiter)
+                self.access.stop_waiting()
+            elif waiter.turn.done() and not waiter.turn.cancelled():
+                self.access.release()
+                self._promote_next()
+            raise
+
+    def _promote_next(self) -> None:
+        """Give the topic to the first waiting producer whose epoch is still current."""
+        while self._waiting and not self.access.has_exclusive and not self.producers:
+            waiter = self._waiting.popleft()
+            try:
+                epoch = self.access.promote(waiter.name, waiter.requested_epoch)
+            except producer_access.ProducerFencedError as exc:
+                waiter.turn.set_exception(exc)
+                continue
+            waiter.turn.set_result(epoch)
+
+    def _fence_producers(self) -> None:
+        """ExclusiveWithFencing: every producer is closed (its client reconnects and is
+        refused), every waiting one fails."""
+        for waiter in self._waiting:
+            self.access.stop_waiting()
+            if not waiter.turn.done():
+                waiter.turn.set_exception(producer_access.ProducerFencedError("Fenced out"))
+        self._waiting.clear()
+        fenced = list(self.producers.values())
+        self.producers.clear()
+        for producer in fenced:
+            log.info("%s: fencing out producer %s", self.name, producer.name)
+            if producer.disconnect is not None:
+                producer.disconnect()
 
     def publish_future(
         self, producer: Producer, data: bytes, num_messages: int
@@ -201,6 +310,10 @@ class PersistentTopic:
             if producer.disconnect is not None:
                 producer.disconnect()
         self.producers.clear()
+        for waiter in self._waiting:
+            if not waiter.turn.done():
+                waiter.turn.set_exception(errors.ServiceNotReadyError(f"Topic {self.name} closed"))
+        self._waiting.clear()
         for subscription in list(self.subscriptions.values()):
             await subscription.close()
         self.subscriptions.clear()
