@@ -11,6 +11,7 @@ import dataclasses
 from pulsar_common import config, errors
 from pulsar_common.config import setting
 
+from pulsar_broker.namespace import listeners as advertised
 from pulsar_broker.schema import compatibility
 
 ONE_MB = 1024 * 1024
@@ -36,6 +37,14 @@ class BrokerConfig:
     advertised_address: str = setting(
         "advertisedAddress", "localhost", "Host name clients are told to connect to"
     )
+    advertised_listeners: str = setting(
+        "advertisedListeners", "",
+        "Named addresses clients may ask for with their listenerName: "
+        "<name>:pulsar://host:port[,<name>:pulsar+ssl://host:port,...]")
+    internal_listener_name: str = setting(
+        "internalListenerName", "",
+        "Listener used between brokers and by lookups without a listener name "
+        "(default: the first of advertisedListeners)")
     broker_service_port: int = setting("brokerServicePort", 6650, "Binary protocol port")
     web_service_port: int = setting("webServicePort", 8080, "HTTP admin, lookup and metrics port")
     max_message_size: int = setting(
@@ -142,6 +151,14 @@ class BrokerConfig:
     def __post_init__(self) -> None:
         _validate(self)
 
+    @property
+    def listeners(self) -> tuple[advertised.AdvertisedListener, ...]:
+        return advertised.parse(self.advertised_listeners)
+
+    @property
+    def internal_listener(self) -> advertised.AdvertisedListener | None:
+        return advertised.internal(self.listeners, self.internal_listener_name)
+
 
 def _validate(conf: BrokerConfig) -> None:
     """Refuse values we would otherwise ignore: a setting that does nothing is worse than
@@ -183,6 +200,7 @@ def _validate(conf: BrokerConfig) -> None:
         raise errors.ConfigError("delayedDeliveryTickTimeMillis must be positive")
     if conf.message_expiry_check_interval_in_minutes <= 0:
         raise errors.ConfigError("messageExpiryCheckIntervalInMinutes must be positive")
+    advertised.internal(advertised.parse(conf.advertised_listeners), conf.internal_listener_name)
 
 
 def load(path: str | None, overrides: dict[str, str] | None = None) -> BrokerConfig:

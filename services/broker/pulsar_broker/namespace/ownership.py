@@ -18,6 +18,7 @@ from typing import Any
 from pulsar_common.metadata import api as md
 from pulsar_common.metadata import errors as md_errors
 
+from pulsar_broker.namespace import listeners as advertised
 from pulsar_broker.namespace.bundles import NamespaceBundle
 
 log = logging.getLogger(__name__)
@@ -29,18 +30,33 @@ ACQUIRE_ATTEMPTS = 3
 
 @dataclasses.dataclass(frozen=True)
 class BrokerUrls:
-    """Where a broker is reached: binary protocol and HTTP."""
+    """Where a broker is reached: binary protocol and HTTP, and its advertised listeners.
+    A broker is identified by its URLs; its listeners are what it publishes about them."""
 
     native_url: str
     http_url: str
+    listeners: tuple[advertised.AdvertisedListener, ...] = dataclasses.field(
+        default=(), compare=False)
+
+    def native_url_for(self, listener_name: str | None) -> str:
+        """The binary-protocol URL a client asking for listener_name gets (the internal
+        one without a name); ListenerNotFoundError when the broker has no such listener."""
+        if not listener_name:
+            return self.native_url
+        url = advertised.select(self.listeners, listener_name).broker_service_url
+        if url is None:
+            raise advertised.ListenerNotFoundError(listener_name)
+        return url
 
     def to_json(self) -> dict[str, Any]:
         return {"nativeUrl": self.native_url, "nativeUrlTls": None, "httpUrl": self.http_url,
-                "httpUrlTls": None, "disabled": False, "advertisedListeners": {}}
+                "httpUrlTls": None, "disabled": False,
+                "advertisedListeners": advertised.to_json(self.listeners)}
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> BrokerUrls:
-        return cls(str(value["nativeUrl"]), str(value["httpUrl"]))
+        return cls(str(value["nativeUrl"]), str(value["httpUrl"]),
+                   advertised.from_json(value.get("advertisedListeners")))
 
 
 def ownership_path(bundle: NamespaceBundle) -> str:

@@ -12,6 +12,7 @@ import json
 from pulsar_common.metadata import api as md
 from pulsar_common.metadata import errors as md_errors
 
+from pulsar_broker.namespace import listeners
 from pulsar_broker.namespace.ownership import BrokerUrls
 
 BROKERS_ROOT = "/loadbalance/brokers"
@@ -22,7 +23,8 @@ async def register(store: md.MetadataStore, broker_id: str, urls: BrokerUrls, cl
     """Create this broker's key (replacing one left by its previous life)."""
     path = f"{BROKERS_ROOT}/{broker_id}"
     value = json.dumps({"webServiceUrl": urls.http_url, "pulsarServiceUrl": urls.native_url,
-                        "cluster": cluster, "brokerVersionString": version}).encode()
+                        "cluster": cluster, "brokerVersionString": version,
+                        "advertisedListeners": listeners.to_json(urls.listeners)}).encode()
     try:
         await store.delete(path)
     except md_errors.NotFoundError:
@@ -37,5 +39,6 @@ async def live_brokers(store: md.MetadataStore) -> dict[str, BrokerUrls]:
         found = await store.get(f"{BROKERS_ROOT}/{broker_id}")
         if found is not None:
             value = json.loads(found.value)
-            brokers[broker_id] = BrokerUrls(value["pulsarServiceUrl"], value["webServiceUrl"])
+            brokers[broker_id] = BrokerUrls(value["pulsarServiceUrl"], value["webServiceUrl"],
+                                            listeners.from_json(value.get("advertisedListeners")))
     return brokers

@@ -138,7 +138,8 @@ class NamespaceService:
         if candidate != self.me:
             answer = await self._ask_to_take(candidate, topic)
             if answer is not None:
-                return answer
+                # The HTTP answer has no listeners; the owner's key, just written, has them.
+                return await self.ownership.owner(bundle) or answer
             log.warning("broker %s did not take bundle %s; taking it here",
                         candidate.http_url, bundle)
         return await self.ownership.try_acquire(bundle)

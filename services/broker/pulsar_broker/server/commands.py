@@ -9,6 +9,7 @@ from pulsar_common.wire import pulsar_api_pb2 as pb
 from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.managed_ledger import errors as ml_errors
+from pulsar_broker.namespace import listeners
 from pulsar_broker.topics import producer_access
 
 T = pb.BaseCommand
@@ -37,6 +38,7 @@ _ERROR_CODES: list[tuple[type[BaseException], int]] = [
     (ml_errors.ManagedLedgerError, pb.PersistenceError),
     (producer_access.ProducerBusyError, pb.ProducerBusy),
     (producer_access.ProducerFencedError, pb.ProducerFenced),
+    (listeners.ListenerNotFoundError, pb.ServiceNotReady),
     (errors.TopicNotFoundError, pb.TopicNotFound),
     (errors.NotFoundError, pb.TopicNotFound),
     (errors.NotAllowedError, pb.NotAllowedError),

@@ -47,7 +47,8 @@ class BrokerService:
         self._producer_names = 0
         self.broker_id = f"{config.advertised_address}:{config.web_service_port}"
         self.namespaces = NamespaceService(
-            pulsar_resources, BrokerUrls(self.broker_service_url, self.web_service_url),
+            pulsar_resources,
+            BrokerUrls(self.broker_service_url, self.web_service_url, config.listeners),
             self.broker_id, config.cluster_name, broker_version())
         self.namespaces.on_bundles_lost = self._unload_topics_of
         #: The topics' schemas, stored in the metadata store.
@@ -63,6 +64,10 @@ class BrokerService:
 
     @property
     def broker_service_url(self) -> str:
+        """The internal listener's URL when advertisedListeners is set (as Apache)."""
+        internal = self.config.internal_listener
+        if internal is not None and internal.broker_service_url is not None:
+            return internal.broker_service_url
         return f"pulsar://{self.config.advertised_address}:{self.config.broker_service_port}"
 
     @property

@@ -21,10 +21,15 @@ from pulsar_broker.web import rest
 routes = web.RouteTableDef()
 
 
-def lookup_data(owner: BrokerUrls) -> dict[str, Any]:
-    """Apache's LookupData; the C++ client insists brokerUrlTls is a string."""
+#: Apache's header naming the advertised listener, when the query has no `listenerName`.
+LISTENER_NAME_HEADER = "X-Pulsar-ListenerName"
+
+
+def lookup_data(owner: BrokerUrls, listener_name: str | None = None) -> dict[str, Any]:
+    """Apache's LookupData; the C++ client insists brokerUrlTls is a string. With a
+    listener name, brokerUrl is that listener's (ListenerNotFoundError if it has none)."""
     return {
-        "brokerUrl": owner.native_url,
+        "brokerUrl": owner.native_url_for(listener_name),
         "brokerUrlTls": "",
         "httpUrl": owner.http_url,
         "httpUrlTls": "",
@@ -42,7 +47,9 @@ async def lookup_topic(request: web.Request) -> web.Response:
     if not await service.topic_exists(name) and not await service.may_create_topic(name):
         raise errors.TopicNotFoundError("Topic not found")
     owner = await service.namespaces.lookup(name, rest.query_flag(request, "authoritative"))
-    return rest.ok_json(lookup_data(owner))
+    listener = (request.query.get("listenerName")
+                or request.headers.get(LISTENER_NAME_HEADER))
+    return rest.ok_json(lookup_data(owner, listener))
 
 
 @routes.get("/lookup/v2/topic/" + rest.DOMAINS + "/{tenant}/{namespace}/{topic}/bundle")

@@ -87,6 +87,22 @@ async def test_one_broker_owns_a_bundle_and_the_other_is_told_which(brokers):
     assert stored is not None and json.loads(stored.value)["nativeUrl"] == A.native_url
 
 
+async def test_a_lookup_on_one_broker_answers_the_owners_listener(brokers):
+    from pulsar_broker.namespace import listeners
+
+    b_listeners = listeners.parse(f"internal:{B.native_url},external:pulsar://b.example:16650")
+    b_urls = BrokerUrls(B.native_url, B.http_url, b_listeners)
+    a, b = await brokers.broker(A), await brokers.broker(b_urls)
+    assert await b.lookup(TOPIC, authoritative=True) == B
+    owner = await a.lookup(TOPIC)
+    assert owner.native_url_for("external") == "pulsar://b.example:16650"
+    assert owner.native_url_for(None) == B.native_url
+    with pytest.raises(listeners.ListenerNotFoundError):
+        owner.native_url_for("unknown")
+    # The registrations carry them too (for bundles handed out by the other broker).
+    assert (await a.live_brokers())[B_ID].listeners == b_listeners
+
+
 async def test_a_released_bundle_can_be_taken_by_another_broker(brokers):
     a, b = await brokers.broker(A), await brokers.broker(B)
     assert await a.lookup(TOPIC, authoritative=True) == A
