@@ -9,12 +9,16 @@ kopf and then hands over to `pulsar_operator.process`.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import socket
 import sys
 from collections.abc import Callable
 
 from pulsar_common.cli import extras
+
+#: The version in the default image name when the distribution's metadata is missing (a source tree).
+FALLBACK_VERSION = "0.1.0"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
@@ -34,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespa
                         help="seconds a leader's Lease lasts without renewal (renewed every third of it; default 15)")
     parser.add_argument("--resync-interval", type=float, default=30.0,
                         help="seconds between status refreshes and drift correction per resource (default 30)")
+    parser.add_argument("--function-image", default=default_function_image(),
+                        help="image of function instances when a Function names none "
+                        "(default: $PULSAR_IMAGE, else pulsar-py:<this version>)")
     parser.add_argument("--no-function-mesh", dest="function_mesh", action="store_false",
                         help="leave compute.functionmesh.io Functions alone (when Function Mesh itself runs)")
     parser.add_argument("--verbose", "-v", action="store_true", help="debug logging")
@@ -46,6 +53,17 @@ def run(args: argparse.Namespace) -> int:
     from pulsar_operator import process
 
     return process.run(args, identity=identity(), lease_namespace=lease_namespace(args))
+
+
+def default_function_image() -> str:
+    """$PULSAR_IMAGE (the chart sets it), else this release's own image."""
+    if os.environ.get("PULSAR_IMAGE"):
+        return os.environ["PULSAR_IMAGE"]
+    try:
+        version = importlib.metadata.version("pulsar-py")
+    except importlib.metadata.PackageNotFoundError:
+        version = FALLBACK_VERSION
+    return f"pulsar-py:{version}"
 
 
 def identity() -> str:

@@ -1,71 +1,203 @@
-"""Function (ours or function-mesh's) -> the status it gets while no function runtime exists.
+"""Function (ours or function-mesh's) -> ConfigMap, headless Service, StatefulSet of instances, HPA.
 
-Both API groups carry the same spec shape, so one pure reconciler serves
-both. This release has no function runtime (`pulsar function-instance` and
-the functions worker come later), so a Function runs nothing: the operator
-checks its spec, creates no children, and reports Ready=False with reason
-FunctionRuntimeNotAvailable, so that nobody waits for instances that will
-never start.
+Pure: takes the custom resource, the observed StatefulSet, the image and
+the cluster's broker URL, and decides. Each pod runs one instance,
+`pulsar function-instance --config /pulsar/conf/function.json`, whose id is
+the pod's ordinal ($POD_NAME). The StatefulSet always has spec.replicas;
+with maxReplicas set, an autoscaling/v2 HPA scales the Function itself
+through its scale subresource, so `kubectl scale`, the HPA and the
+StatefulSet never disagree about who owns the count.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from pulsar_operator import conditions, plan
+from pulsar_operator import conditions, function_spec, naming, plan, workloads
 
-GUARANTEES = ("ATLEAST_ONCE", "ATMOST_ONCE", "EFFECTIVELY_ONCE", "MANUAL")
-RUNTIME_NOT_AVAILABLE = "FunctionRuntimeNotAvailable"
-RUNTIME_NOT_AVAILABLE_MESSAGE = (
-    "this release of pulsar-py has no function runtime (`pulsar function-instance` and the functions "
-    "worker come in a later release); nothing runs for this Function"
-)
-
-
-def validate(body: dict[str, Any]) -> list[str]:
-    spec = body.get("spec") or {}
-    problems = []
-    if not spec.get("className"):
-        problems.append("spec.className is required")
-    inputs = spec.get("input") or {}
-    if not inputs.get("topics") and not inputs.get("topicPattern"):
-        problems.append("spec.input.topics or spec.input.topicPattern is required")
-    python = spec.get("python") or {}
-    if not python.get("py") and not python.get("pyLocation"):
-        runtime = "java" if spec.get("java") else "golang" if spec.get("golang") else None
-        problems.append(f"only Python functions are supported; spec.{runtime} was given" if runtime
-                        else "spec.python.py or spec.python.pyLocation is required")
-    guarantee = str(spec.get("processingGuarantee") or "atleast_once").upper()
-    if guarantee not in GUARANTEES:
-        problems.append(f"spec.processingGuarantee must be one of {', '.join(g.lower() for g in GUARANTEES)}")
-    low, high = spec.get("minReplicas"), spec.get("maxReplicas")
-    if high is not None and int(high) < 1:
-        problems.append("spec.maxReplicas must be >= 1")
-    if low is not None and high is not None and int(low) > int(high):
-        problems.append(f"spec.minReplicas ({low}) must be <= spec.maxReplicas ({high})")
-    if int(spec.get("replicas", 1)) < 0:
-        problems.append("spec.replicas must be >= 0")
-    return problems
+METRICS_PORT = 9094
+CONF_DIR = "/pulsar/conf"
+#: Where an instance keeps code it downloads (pyLocation); an emptyDir.
+WORK_DIR = "/pulsar/work"
+CONTAINER = "pulsar-function"
+#: The HPA's target when the spec names no metric: function-mesh's default.
+DEFAULT_CPU_UTILIZATION = 80
+LIVENESS_KEYS = ("initialDelaySeconds", "periodSeconds", "timeoutSeconds", "failureThreshold")
+CLUSTER_NOT_READY = "ClusterNotReady"
 
 
-def runtime_not_available() -> list[conditions.Condition]:
-    return [
-        conditions.Condition(conditions.READY, False, RUNTIME_NOT_AVAILABLE, RUNTIME_NOT_AVAILABLE_MESSAGE),
-        conditions.Condition(conditions.PROGRESSING, False, RUNTIME_NOT_AVAILABLE,
-                             "nothing changes until an operator release with a function runtime runs"),
-        conditions.Condition(conditions.DEGRADED, True, RUNTIME_NOT_AVAILABLE, RUNTIME_NOT_AVAILABLE_MESSAGE),
+def child_name(body: dict[str, Any]) -> str:
+    return naming.child_name((body.get("metadata") or {}).get("name", ""), naming.FUNCTION)
+
+
+def _command(spec: dict[str, Any]) -> list[str]:
+    command = ["pulsar", "function-instance", "--config", f"{CONF_DIR}/function.json",
+               "--metrics-host", "$(POD_IP)", "--metrics-port", str(METRICS_PORT), "--work-dir", WORK_DIR]
+    if spec.get("clusterName"):
+        command += ["--cluster-name", str(spec["clusterName"])]
+    if (spec.get("pulsar") or {}).get("pulsarConfig"):
+        # The ConfigMap's keys are the container's environment; Kubernetes expands $(VAR) from it.
+        command += ["--service-url", "$(brokerServiceURL)"]
+    return command
+
+
+def _liveness(pod: dict[str, Any]) -> dict[str, Any]:
+    probe = workloads.http_probe("/healthz", METRICS_PORT, initial_delay_s=30)
+    probe.update({key: value for key, value in (pod.get("liveness") or {}).items() if key in LIVENESS_KEYS})
+    return probe
+
+
+def _container(spec: dict[str, Any], image: str) -> dict[str, Any]:
+    pod = spec.get("pod") or {}
+    env = workloads.pod_env() + [
+        {"name": function_spec.secret_env_name(name),
+         "valueFrom": {"secretKeyRef": {"name": ref["path"], "key": ref["key"]}}}
+        for name, ref in sorted((spec.get("secretsMap") or {}).items())
+    ] + list(pod.get("env") or [])
+    container: dict[str, Any] = {
+        "name": CONTAINER,
+        "image": spec.get("image") or image,
+        "command": _command(spec),
+        "env": env,
+        "ports": workloads.container_ports({"metrics": METRICS_PORT}),
+        "readinessProbe": workloads.http_probe("/healthz", METRICS_PORT, initial_delay_s=2, period_s=5),
+        "livenessProbe": _liveness(pod),
+        "volumeMounts": [{"name": "config", "mountPath": CONF_DIR, "readOnly": True},
+                         {"name": "work", "mountPath": WORK_DIR}] + list(spec.get("volumeMounts") or []),
+    }
+    if spec.get("imagePullPolicy"):
+        container["imagePullPolicy"] = spec["imagePullPolicy"]
+    if (spec.get("pulsar") or {}).get("pulsarConfig"):
+        container["envFrom"] = [{"configMapRef": {"name": spec["pulsar"]["pulsarConfig"]}}]
+    if res := workloads.resources_of(spec.get("resources") or {}):
+        container["resources"] = res
+    return container
+
+
+def _pod_spec(spec: dict[str, Any], container: dict[str, Any], name: str,
+              selector: dict[str, str]) -> dict[str, Any]:
+    pod = spec.get("pod") or {}
+    volumes = [{"name": "config", "configMap": {"name": name}}, {"name": "work", "emptyDir": {}}]
+    result = workloads.pod_spec([container, *(pod.get("sidecars") or [])], pod, selector,
+                                volumes=volumes + list(pod.get("volumes") or []))
+    for key in ("initContainers", "imagePullSecrets", "terminationGracePeriodSeconds"):
+        if pod.get(key) is not None:
+            result[key] = pod[key]
+    return result
+
+
+def _hpa_metrics(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    if pod.get("autoScalingMetrics"):
+        return list(pod["autoScalingMetrics"])
+    metrics = []
+    for entry in pod.get("builtinAutoscaler") or []:
+        if match := function_spec.BUILTIN_AUTOSCALER.match(str(entry)):
+            metrics.append(_utilization(match.group(1).lower(), int(match.group(2))))
+    return metrics or [_utilization("cpu", DEFAULT_CPU_UTILIZATION)]
+
+
+def _utilization(resource: str, percent: int) -> dict[str, Any]:
+    return {"type": "Resource",
+            "resource": {"name": resource, "target": {"type": "Utilization", "averageUtilization": percent}}}
+
+
+def autoscaler(body: dict[str, Any], name: str) -> dict[str, Any]:
+    """An HPA that scales the Function (its scale subresource) between minReplicas (default 1) and maxReplicas."""
+    spec = function_spec.spec_of(body)
+    pod = spec.get("pod") or {}
+    maximum = int(spec["maxReplicas"])
+    hpa_spec: dict[str, Any] = {
+        "scaleTargetRef": {"apiVersion": body.get("apiVersion") or naming.API_VERSION, "kind": "Function",
+                           "name": (body.get("metadata") or {}).get("name", "")},
+        "minReplicas": min(int(spec.get("minReplicas") or 1), maximum),
+        "maxReplicas": maximum,
+        "metrics": _hpa_metrics(pod),
+    }
+    if pod.get("autoScalingBehavior"):
+        hpa_spec["behavior"] = pod["autoScalingBehavior"]
+    return {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": naming.child_metadata(body, name, naming.FUNCTION), "spec": hpa_spec}
+
+
+def desired_objects(
+    body: dict[str, Any], image: str, broker_service_url: str | None
+) -> tuple[list[dict[str, Any]], list[plan.ObjectRef]]:
+    spec = function_spec.spec_of(body)
+    meta = body.get("metadata") or {}
+    name = child_name(body)
+    namespace = meta.get("namespace") or "default"
+    instance = meta.get("name", "")
+    selector = naming.selector_labels(instance, naming.FUNCTION)
+    conf_text = json.dumps(function_spec.function_config(body, broker_service_url), indent=2, sort_keys=True)
+    container = _container(spec, image)
+    pod_labels = {**((spec.get("pod") or {}).get("labels") or {}), **naming.labels(instance, naming.FUNCTION)}
+    pod_annotations = {**((spec.get("pod") or {}).get("annotations") or {}),
+                       workloads.CONFIG_HASH_ANNOTATION: workloads.config_hash(conf_text)}
+    objects = [
+        workloads.config_map(naming.child_metadata(body, name, naming.FUNCTION), {"function.json": conf_text}),
+        workloads.service(naming.child_metadata(body, name, naming.FUNCTION), selector,
+                          {"metrics": METRICS_PORT}, headless=True),
+        workloads.stateful_set(
+            naming.child_metadata(body, name, naming.FUNCTION, container["image"]),
+            replicas=int(spec.get("replicas", 1)), selector=selector, service_name=name,
+            pod_labels=pod_labels, pod_annotations=pod_annotations,
+            spec=_pod_spec(spec, container, name, selector), parallel=True,
+        ),
     ]
+    deletions = []
+    if spec.get("maxReplicas") is not None:
+        objects.append(autoscaler(body, name))
+    else:
+        deletions.append(plan.ObjectRef("autoscaling/v2", "HorizontalPodAutoscaler", namespace, name))
+    return objects, deletions
 
 
-def reconcile(body: dict[str, Any], now: str) -> plan.Plan:
-    """No children, whatever the spec; the status says why (an invalid spec first)."""
-    generation = (body.get("metadata") or {}).get("generation")
+def _instance_conditions(wanted: int, replicas: int, ready: int) -> list[conditions.Condition]:
+    message = f"{ready}/{wanted} instances ready"
+    if ready >= wanted and replicas == wanted:
+        return conditions.ready(message if wanted else "stopped (replicas: 0)")
+    return [conditions.Condition(conditions.READY, False, "InstancesNotReady", message),
+            conditions.Condition(conditions.PROGRESSING, True, "InstancesNotReady", message),
+            conditions.Condition(conditions.DEGRADED, False, "AsExpected", "")]
+
+
+def reconcile(
+    body: dict[str, Any],
+    observed_sts: dict[str, Any] | None,
+    *,
+    image: str,
+    cluster_status: dict[str, Any] | None,
+    now: str,
+) -> plan.Plan:
+    """`cluster_status`: the status of spec.clusterRef's PulsarCluster when the spec names one (None if missing)."""
+    meta = body.get("metadata") or {}
+    spec = function_spec.spec_of(body)
     old = body.get("status") or {}
-    problems = validate(body)
-    conds = conditions.invalid_spec(problems) if problems else runtime_not_available()
-    return plan.Plan(status={
+    generation = meta.get("generation")
+    ignored = [field.as_status() for field in function_spec.ignored_fields(body)]
+    status: dict[str, Any] = {
         "observedGeneration": generation,
-        "conditions": conditions.merge(old.get("conditions"), conds, now, generation),
-        "replicas": 0,
-        "readyReplicas": 0,
-    })
+        "selector": naming.selector_string(naming.selector_labels(meta.get("name", ""), naming.FUNCTION)),
+        "ignoredFields": ignored or None,
+    }
+    sts_status = (observed_sts or {}).get("status") or {}
+    status["replicas"] = int(sts_status.get("replicas") or 0)
+    status["readyReplicas"] = int(sts_status.get("readyReplicas") or 0)
+
+    def finish(conds: list[conditions.Condition], **kwargs: Any) -> plan.Plan:
+        status["conditions"] = conditions.merge(old.get("conditions"), conds, now, generation)
+        return plan.Plan(status=status, **kwargs)
+
+    if problems := function_spec.validate(body):
+        return finish(conditions.invalid_spec(problems))
+    broker_url = None
+    if not (spec.get("pulsar") or {}).get("pulsarConfig"):
+        broker_url = (cluster_status or {}).get("brokerServiceURL")
+        if not broker_url:
+            ref = (spec.get("clusterRef") or {}).get("name")
+            return finish(conditions.failed(CLUSTER_NOT_READY, f"PulsarCluster {ref} has no brokerServiceURL yet"))
+    objects, deletions = desired_objects(body, image, broker_url)
+    wanted = int(spec.get("replicas", 1))
+    return finish(_instance_conditions(wanted, status["replicas"], status["readyReplicas"]),
+                  objects=tuple(objects), deletions=tuple(deletions))

@@ -103,7 +103,7 @@ def register(registry: kopf.OperatorRegistry, runtime: Runtime, *, function_mesh
     _register_pulsar_resource(registry, runtime, interval, "tenant", services.sync_tenant)
     _register_pulsar_resource(registry, runtime, interval, "namespace", services.sync_namespace)
     for key in ("function", "functionmesh") if function_mesh else ("function",):
-        _register_function(registry, interval, key)
+        _register_function(registry, runtime, interval, key)
 
 
 #: Seconds before kopf retries a failed change handler (its default is 60).
@@ -153,10 +153,10 @@ def _register_pulsar_resource(
     kopf.on.delete(group, version, plural, registry=registry, id="cleanup")(delete)
 
 
-def _register_function(registry: kopf.OperatorRegistry, interval: float, key: str) -> None:
-    """Functions get a status only: no function runtime exists in this release."""
+def _register_function(registry: kopf.OperatorRegistry, runtime: Runtime, interval: float, key: str) -> None:
     async def reconcile(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
-        _set_status(patch, body, services.reconcile_function(services.plain(body)))
+        _set_status(patch, body, await services.reconcile_function(services.plain(body), runtime.client(),
+                                                                   runtime.config))
 
     _changes(registry, key, reconcile, "reconcile")
     _timer(registry, key, reconcile, interval)

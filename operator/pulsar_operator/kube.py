@@ -27,6 +27,7 @@ PLURALS: dict[tuple[str, str], str] = {
     ("v1", "Secret"): "secrets",
     ("apps/v1", "StatefulSet"): "statefulsets",
     ("policy/v1", "PodDisruptionBudget"): "poddisruptionbudgets",
+    ("autoscaling/v2", "HorizontalPodAutoscaler"): "horizontalpodautoscalers",
     ("coordination.k8s.io/v1", "Lease"): "leases",
     (naming.API_VERSION, "PulsarCluster"): "pulsarclusters",
     (naming.API_VERSION, "Tenant"): "tenants",

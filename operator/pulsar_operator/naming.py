@@ -23,6 +23,7 @@ BOOKIE = "bookie"
 BROKER = "broker"
 PROXY = "proxy"
 FUNCTIONS_WORKER = "functions-worker"
+FUNCTION = "function"
 
 #: Annotation prefix for kopf's own bookkeeping (progress, last handled spec).
 ANNOTATION_PREFIX = GROUP

@@ -62,7 +62,7 @@ async def standby_health(host: str, port: int) -> Any:
 
 
 async def main(args: argparse.Namespace, identity: str, lease_namespace: str) -> int:
-    config = services.OperatorConfig(resync_interval_s=args.resync_interval)
+    config = services.OperatorConfig(function_image=args.function_image, resync_interval_s=args.resync_interval)
     runtime = handlers.Runtime(config)
     registry = kopf.OperatorRegistry()
     handlers.register(registry, runtime, function_mesh=args.function_mesh)

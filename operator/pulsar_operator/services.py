@@ -35,6 +35,8 @@ logger = logging.getLogger(__name__)
 class OperatorConfig:
     """Settings from the command line."""
 
+    #: Image of function instances when a Function names none.
+    function_image: str = "pulsar-py:0.1.0"
     resync_interval_s: float = 30.0
 
 
@@ -155,6 +157,18 @@ async def delete_in_pulsar(body: dict[str, Any], client: kube.KubeClient, admins
     return f"{what} deleted in Pulsar"
 
 
-def reconcile_function(body: dict[str, Any]) -> dict[str, Any]:
-    """Status of a Function; no function runtime exists yet, so nothing is applied."""
-    return dict(function_reconcile.reconcile(body, now_iso()).status)
+async def reconcile_function(body: dict[str, Any], client: kube.KubeClient, config: OperatorConfig) -> dict[str, Any]:
+    """Apply a Function's instances (StatefulSet, its ConfigMap and Service, the HPA) and return its status."""
+    namespace = body["metadata"].get("namespace") or "default"
+    spec = body.get("spec") or {}
+    cluster_status = None
+    ref = (spec.get("clusterRef") or {}).get("name")
+    if ref and not (spec.get("pulsar") or {}).get("pulsarConfig"):
+        cluster = await client.get(ObjectRef(naming.API_VERSION, "PulsarCluster", namespace, ref))
+        cluster_status = ((cluster or {}).get("status") or {}) or None
+    observed = await client.get(_sts_ref(namespace, function_reconcile.child_name(body)))
+    plan = function_reconcile.reconcile(body, observed, image=config.function_image, cluster_status=cluster_status,
+                                        now=now_iso())
+    if plan.objects or plan.deletions:
+        await applier.apply(client, plan.objects, plan.deletions)
+    return dict(plan.status)

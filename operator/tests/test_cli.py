@@ -53,3 +53,10 @@ def test_python_m_pulsar_operator_prints_help() -> None:
     out = subprocess.run([sys.executable, "-m", "pulsar_operator", "--help"], capture_output=True, text=True,
                          timeout=60, check=True).stdout
     assert "--all-namespaces" in out and "--no-leader-election" in out
+
+
+def test_the_function_image_defaults_to_pulsar_image_else_this_release(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PULSAR_IMAGE", "registry.example/pulsar-py:9")
+    assert cli.default_function_image() == "registry.example/pulsar-py:9"
+    monkeypatch.delenv("PULSAR_IMAGE")
+    assert cli.default_function_image().startswith("pulsar-py:")

@@ -275,10 +275,13 @@ def test_the_status_the_operator_writes_survives_schema_pruning() -> None:
     cluster["metadata"].update(namespace="ns", generation=3)
     cluster["spec"]["functionsWorker"] = {"enabled": True}  # adds the FunctionsWorkerAvailable condition
     observed = {naming.BOOKIE: cluster_reconcile.ObservedSet(5, 5, 5), naming.BROKER: cluster_reconcile.ObservedSet(2, 2, 1)}
+    function = example("function.yaml")
+    function["spec"]["statefulConfig"] = {"pulsar": {"serviceUrl": "bk://x:4181"}}  # adds status.ignoredFields
     statuses = {
         f"pulsarclusters.{GROUP}": cluster_reconcile.reconcile(cluster, observed, "2026-01-01T00:00:00Z").status,
         "functions.compute.functionmesh.io": function_reconcile.reconcile(
-            example("function.yaml"), "2026-01-01T00:00:00Z").status,
+            function, {"status": {"replicas": 1, "readyReplicas": 1}}, image="i", cluster_status=None,
+            now="2026-01-01T00:00:00Z").status,
         f"tenants.{GROUP}": services._status(example("tenant.yaml"), conditions.ready(), tenant="acme"),
         f"pulsarnamespaces.{GROUP}": services._status(example("namespace.yaml"), conditions.ready(), namespace="a/b"),
     }

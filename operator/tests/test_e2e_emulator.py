@@ -195,20 +195,44 @@ async def test_an_invalid_cluster_is_reported_and_gets_no_children(env: Env) -> 
     assert await env.get(f"{APPS}/broken-broker") is None
 
 
-@pytest.mark.parametrize(("api_version", "path"), [
-    ("compute.functionmesh.io/v1alpha1", "/apis/compute.functionmesh.io/v1alpha1/namespaces/default/functions"),
-    ("pulsar.pulsar-py.dev/v1alpha1", f"{GROUP_PATH}/functions"),
-], ids=["function-mesh", "ours"])
-async def test_a_function_runs_nothing_and_reports_that_no_runtime_exists(env: Env, api_version: str,
-                                                                          path: str) -> None:
+async def test_a_function_mesh_function_becomes_instances_and_an_hpa(env: Env) -> None:
     doc = example("function.yaml")
-    doc["apiVersion"] = api_version
+    doc["spec"]["statefulConfig"] = {"pulsar": {"serviceUrl": "bk://bookies:4181"}}
     await env.apply(doc)
-    function = await env.wait(f"{path}/exclamation", lambda o: cond(o, "Ready"), "function status")
-    assert cond(function, "Ready")["reason"] == "FunctionRuntimeNotAvailable"
-    # The status is written after the children are applied: none exist, so none were planned.
-    assert await env.get(f"{APPS}/exclamation-function") is None
-    assert await env.get(f"{CORE}/configmaps/exclamation-function") is None
+    hpa_path = f"/apis/autoscaling/v2/namespaces/{NS}/horizontalpodautoscalers/exclamation-function"
+    sts = await env.wait(f"{APPS}/exclamation-function", lambda o: True, "function StatefulSet")
+    assert sts["spec"]["template"]["spec"]["containers"][0]["command"][:2] == ["pulsar", "function-instance"]
+    await env.wait(f"{CORE}/services/exclamation-function", lambda o: True, "function Service")
+    config = await env.wait(f"{CORE}/configmaps/exclamation-function", lambda o: True, "function ConfigMap")
+    assert '"className": "pulsar_functions.examples.exclamation_function.ExclamationFunction"' in (
+        config["data"]["function.json"])
+    hpa = await env.wait(hpa_path, lambda o: True, "HPA")
+    assert hpa["spec"]["maxReplicas"] == 3 and hpa["spec"]["scaleTargetRef"]["kind"] == "Function"
+    function = await env.wait("/apis/compute.functionmesh.io/v1alpha1/namespaces/default/functions/exclamation",
+                              lambda o: (o.get("status") or {}).get("ignoredFields"), "ignored fields in status")
+    assert function["status"]["ignoredFields"][0]["field"] == "spec.statefulConfig"
+    assert function["status"]["selector"].startswith("app.kubernetes.io/component=function")
+    del doc["spec"]["maxReplicas"]
+    await env.apply(doc)
+    await env.wait(hpa_path.rsplit("/", 1)[0], lambda o: not o.get("items"), "HPA deleted")
+    assert await env.get(hpa_path) is None
+
+
+async def test_our_own_function_kind_is_reconciled_too(env: Env) -> None:
+    doc = example("function.yaml")
+    doc["apiVersion"] = "pulsar.pulsar-py.dev/v1alpha1"
+    doc["metadata"]["name"] = "shout"
+    doc["spec"].pop("maxReplicas")
+    doc["spec"]["replicas"] = 2
+    await env.apply(doc)
+    sts = await env.wait(f"{APPS}/shout-function", lambda o: True, "StatefulSet of our Function")
+    assert sts["spec"]["replicas"] == 2
+    assert sts["metadata"]["ownerReferences"][0]["apiVersion"] == "pulsar.pulsar-py.dev/v1alpha1"
+    # The emulator runs no StatefulSet controller: report the instances ready the way it would.
+    await env.patch_status(f"{APPS}/shout-function", {"replicas": 2, "readyReplicas": 2})
+    function = await env.wait(f"{GROUP_PATH}/functions/shout", lambda o: cond(o, "Ready").get("status") == "True",
+                              "our Function Ready")
+    assert (function["status"]["replicas"], function["status"]["readyReplicas"]) == (2, 2)
 
 
 async def test_a_tenant_on_an_unreachable_cluster_reports_the_error(env: Env) -> None:

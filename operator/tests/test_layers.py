@@ -9,7 +9,7 @@ import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "pulsar_operator"
 CORES = ["naming", "plan", "conditions", "cluster_spec", "cluster_config", "workloads", "cluster_components",
-         "cluster_reconcile", "tenant_namespace", "function_reconcile", "diffing"]
+         "cluster_reconcile", "tenant_namespace", "function_spec", "function_reconcile", "diffing"]
 FORBIDDEN = {"aiohttp", "kopf", "kmock", "asyncio", "socket", "subprocess"}
 ADAPTERS = {"kube", "admin", "applier", "leader", "handlers", "services", "cli", "process", "emulation"}
 

@@ -80,8 +80,8 @@ editing this file: the resource itself, its status and its finalizers
 
 {{/*
 RBAC rules for the objects the operator creates and owns for each
-PulsarCluster, plus what kopf itself needs in a watched namespace (events).
-Functions get no children in this release (no function runtime yet).
+PulsarCluster and Function, plus what kopf itself needs in a watched
+namespace (events).
 */}}
 {{- define "pulsar-operator.workloadRules" -}}
 - apiGroups: ["apps"]
@@ -92,6 +92,10 @@ Functions get no children in this release (no function runtime yet).
   verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
 - apiGroups: ["policy"]
   resources: ["poddisruptionbudgets"]
+  verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
+# The HorizontalPodAutoscaler of a Function with maxReplicas.
+- apiGroups: ["autoscaling"]
+  resources: ["horizontalpodautoscalers"]
   verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
 # Jobs and Pods are for the controller loops that come next (bookie
 # decommission, autorecovery).

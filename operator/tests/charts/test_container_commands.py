@@ -109,8 +109,9 @@ def all_containers() -> list[Container]:
     found.append(("Dockerfile", "ENTRYPOINT+CMD", "pulsar-py", [*entrypoint, *cmd]))
     found += containers_in(planned(example("pulsar-cluster.yaml")), "operator plan of examples/pulsar-cluster.yaml")
     found += containers_in(planned(everything_on()), "operator plan with every component on")
-    found += containers_in(list(function_reconcile.reconcile(example("function.yaml"), NOW).objects),
-                           "operator plan of examples/function.yaml")
+    function_plan = function_reconcile.reconcile(example("function.yaml"), None, image="pulsar-py:0.1.0",
+                                                 cluster_status=None, now=NOW)
+    found += containers_in(list(function_plan.objects), "operator plan of examples/function.yaml")
     for values_file in [None, *values_files(CLUSTER_CHART)]:
         values = yaml.safe_load(values_file.read_text()) if values_file else None
         for manifest in render(CLUSTER_CHART, values):
@@ -146,10 +147,12 @@ def parse_with_the_pulsar_cli(args: list[str]) -> str | None:
 def test_the_walk_finds_the_containers_of_every_source() -> None:
     sources = {where.split(" (")[0] for where, *_ in CONTAINERS}
     assert {"Dockerfile", "operator plan of examples/pulsar-cluster.yaml", "operator plan with every component on",
-            "operator plan of the pulsar-cluster chart", "pulsar-operator chart"} <= sources
+            "operator plan of the pulsar-cluster chart", "pulsar-operator chart",
+            "operator plan of examples/function.yaml"} <= sources
     programs = {(name, argv[0], argv[1] if len(argv) > 1 else "") for _, name, _, argv in CONTAINERS}
     assert {("etcd", "etcd", "--name"), ("bookie", "pulsar", "bookie"), ("broker", "pulsar", "broker"),
-            ("proxy", "pulsar", "proxy"), ("operator", "pulsar", "operator")} <= programs
+            ("proxy", "pulsar", "proxy"), ("operator", "pulsar", "operator"),
+            ("pulsar-function", "pulsar", "function-instance")} <= programs
 
 
 @pytest.mark.parametrize(("where", "name", "image", "argv"), CONTAINERS,

@@ -22,6 +22,7 @@ OPERATOR_USES: dict[tuple[str, str], set[str]] = {
     ("", "services"): ALL_VERBS_ON_OWNED,
     ("", "configmaps"): ALL_VERBS_ON_OWNED,
     ("policy", "poddisruptionbudgets"): ALL_VERBS_ON_OWNED,
+    ("autoscaling", "horizontalpodautoscalers"): ALL_VERBS_ON_OWNED,
     ("batch", "jobs"): ALL_VERBS_ON_OWNED,
     ("", "pods"): {"get", "list", "watch"},
     ("", "events"): {"create"},
@@ -165,6 +166,16 @@ def test_operator_runs_one_replica_of_pulsar_operator_watching_the_release_names
     assert namespace_flags(args) == ["streaming"]
     assert "--all-namespaces" not in args
     assert "--lease-namespace=streaming" in args and "--no-leader-election" not in args
+
+
+def test_function_instances_default_to_the_operator_image_or_function_image(render_chart: Any) -> None:
+    def function_image(values: dict[str, Any]) -> str:
+        container = one(render_chart(CHART, values), "Deployment")["spec"]["template"]["spec"]["containers"][0]
+        return str(next(e["value"] for e in container["env"] if e["name"] == "PULSAR_IMAGE"))
+
+    operator_image = one(render_chart(CHART), "Deployment")["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert function_image({}) == operator_image
+    assert function_image({"functionImage": "registry.example/functions:1"}) == "registry.example/functions:1"
 
 
 def test_liveness_probe_targets_kopf_health_endpoint(render_chart: Any) -> None:

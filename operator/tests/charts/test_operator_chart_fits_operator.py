@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -45,15 +46,17 @@ def test_the_pulsar_command_accepts_the_chart_command_line(render_chart: Any) ->
 
 def planned_kinds(namespace: str) -> set[tuple[str, str]]:
     """(apiVersion, kind) of every object the reconcilers create, patch or delete for the examples."""
-    plans = [
-        cluster_reconcile.reconcile(example("pulsar-cluster.yaml", namespace), {}, NOW),
-        function_reconcile.reconcile(example("function.yaml", namespace), NOW),
-    ]
+    plans = [cluster_reconcile.reconcile(example("pulsar-cluster.yaml", namespace), {}, NOW)]
+    function = example("function.yaml", namespace)
+    without_autoscaling = copy.deepcopy(function)
+    without_autoscaling["spec"].pop("maxReplicas", None)
+    for body in (function, without_autoscaling):
+        plans.append(function_reconcile.reconcile(body, None, image="pulsar-py:0.1.0", cluster_status=None, now=NOW))
     kinds = set()
     for plan in plans:
+        assert plan.objects, "a reconcile of an example planned nothing; is the example valid?"
         kinds |= {(obj["apiVersion"], obj["kind"]) for obj in plan.objects}
         kinds |= {(ref.api_version, ref.kind) for ref in plan.deletions}
-    assert ("apps/v1", "StatefulSet") in kinds, "the example cluster planned no StatefulSet; is it valid?"
     return kinds
 
 
