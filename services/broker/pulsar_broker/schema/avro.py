@@ -2,12 +2,11 @@
 
 AVRO and JSON schemas of the official clients carry an Avro record definition.
 Whether data written with one definition can be read with another follows the
-Avro specification's "schema resolution" section; this module implements the
-parts a registry needs: records (fields matched by name or reader alias, a
-reader field missing from the writer needs a default), enums (writer symbols
-must be known to the reader unless it has a default), fixed sizes, arrays,
-maps, unions and the numeric/string promotions. Logical types are ignored, as
-Avro itself resolves on the underlying type.
+Avro specification's "schema resolution" section, as the Java implementation
+that Apache's broker runs (Avro's SchemaValidator) applies it; where the two
+differ (record names, enum symbols, union branch choice) the Java one wins,
+see _Resolver. Logical types are ignored, as Avro itself resolves on the
+underlying type.
 
 Pure code: no I/O, no asyncio.
 """
@@ -149,51 +148,75 @@ def read_problems(writer: Node, reader: Node) -> list[str]:
 
 
 class _Resolver:
+    """Avro's resolving reader (Java's Resolver, which Apache's SchemaValidator runs through
+    ResolvingGrammarGenerator), keeping only what makes the grammar report an error:
+    - record names are not compared (Avro leaves that check out), fields match by name or
+      reader alias, and a reader field the writer lacks needs a default;
+    - enum and fixed names must match (or be a reader alias); an enum symbol the reader
+      lacks is not an error when checking (Avro only fails when such a value is read);
+    - a writer union resolves branch by branch; a reader union takes the first branch of
+      the writer's type (named types: same name, else for records the first that resolves,
+      preferring the same short name), else the first promotion."""
+
     def __init__(self) -> None:
-        #: Pairs of named nodes being checked higher up: assumed compatible (recursion).
+        #: Pairs of records being checked higher up: assumed compatible (recursion).
         self.assumed: set[tuple[int, int]] = set()
 
     def check(self, writer: Node, reader: Node, where: str) -> list[str]:
         if writer.kind == "union":
+            if reader.kind == "union" and _union_equivalent(writer, reader, set()):
+                return []
             return [p for b in writer.branches for p in self.check(b, reader, where)]
+        if writer.kind == reader.kind:
+            return self._same_kind(writer, reader, where)
         if reader.kind == "union":
-            if any(not self.check(writer, b, where) for b in reader.branches):
-                return []
-            return [(f"{where or 'schema'}: writer type {_describe(writer)} matches no branch of "
-                    f"the reader's union")]
-        if writer.kind in PRIMITIVES or reader.kind in PRIMITIVES:
-            if writer.kind == reader.kind or reader.kind in PROMOTIONS.get(writer.kind, ()):
-                return []
-            return [(f"{where or 'schema'}: {_describe(writer)} cannot be read as "
-                    f"{_describe(reader)}")]
-        if writer.kind != reader.kind:
-            return [(f"{where or 'schema'}: {_describe(writer)} cannot be read as "
-                    f"{_describe(reader)}")]
-        return self._complex(writer, reader, where)
+            branch = self._branch(writer, reader)
+            if branch is None:
+                return [(f"{where or 'schema'}: writer type {_describe(writer)} matches no branch "
+                         f"of the reader's union")]
+            return self.check(writer, branch, where)
+        if reader.kind in PROMOTIONS.get(writer.kind, ()):
+            return []
+        return [f"{where or 'schema'}: {_describe(writer)} cannot be read as {_describe(reader)}"]
 
-    def _complex(self, writer: Node, reader: Node, where: str) -> list[str]:
+    def _same_kind(self, writer: Node, reader: Node, where: str) -> list[str]:
+        if writer.kind in PRIMITIVES:
+            return []
         if writer.kind in ("array", "map"):
             assert writer.items is not None and reader.items is not None
             return self.check(writer.items, reader.items, f"{where}[]")
-        if not _names_match(writer, reader):
+        if writer.kind in ("enum", "fixed") and not _names_match(writer, reader):
             return [(f"{where or 'schema'}: {writer.kind} {writer.name} cannot be read as "
-                    f"{reader.kind} {reader.name}")]
+                     f"{reader.kind} {reader.name}")]
+        if writer.kind == "fixed" and writer.size != reader.size:
+            return [(f"{where or 'schema'}: fixed {writer.name} has size {writer.size}, the reader "
+                     f"expects {reader.size}")]
+        if writer.kind == "enum":
+            return []
+        return self._record(writer, reader, where)
+
+    def _branch(self, writer: Node, reader: Node) -> Node | None:
+        structural: Node | None = None
+        for branch in reader.branches:
+            if branch.kind != writer.kind:
+                continue
+            if writer.kind not in ("record", "enum", "fixed"):
+                return branch
+            if writer.name == branch.name or writer.name in branch.aliases:
+                return branch
+            resolves = writer.kind == "record" and not _Resolver().check(writer, branch, "")
+            if resolves and (structural is None or _short(writer.name) == _short(branch.name)):
+                structural = branch
+        if structural is not None:
+            return structural
+        promoted = PROMOTIONS.get(writer.kind, frozenset())
+        return next((b for b in reader.branches if b.kind in promoted), None)
+
+    def _record(self, writer: Node, reader: Node, where: str) -> list[str]:
         key = (id(writer), id(reader))
         if key in self.assumed:
             return []
         self.assumed.add(key)
-        if writer.kind == "fixed":
-            return [] if writer.size == reader.size else [
-                (f"{where or 'schema'}: fixed {writer.name} has size {writer.size}, the reader "
-                f"expects {reader.size}")]
-        if writer.kind == "enum":
-            missing = [s for s in writer.symbols if s not in reader.symbols]
-            if missing and reader.enum_default is None:
-                return [f"{where or 'schema'}: enum {reader.name} lacks symbols {missing}"]
-            return []
-        return self._record(writer, reader, where)
-
-    def _record(self, writer: Node, reader: Node, where: str) -> list[str]:
         by_name = {f.name: f for f in writer.fields}
         problems: list[str] = []
         for field in reader.fields:
@@ -207,10 +230,36 @@ class _Resolver:
         return problems
 
 
-def _names_match(writer: Node, reader: Node) -> bool:
-    if _short(writer.name) == _short(reader.name):
+def _union_equivalent(writer: Node, reader: Node, seen: set[tuple[int, int]]) -> bool:
+    """Avro reads a union written with an equivalent union without resolving it."""
+    if writer.kind != reader.kind:
+        return False
+    if writer.kind in ("record", "enum", "fixed") and _short(writer.name) != _short(reader.name):
+        return False
+    if writer.kind in PRIMITIVES:
         return True
-    return writer.name in reader.aliases or _short(writer.name) in {_short(a) for a in reader.aliases}
+    if writer.kind in ("array", "map"):
+        assert writer.items is not None and reader.items is not None
+        return _union_equivalent(writer.items, reader.items, seen)
+    if writer.kind == "fixed":
+        return writer.size == reader.size
+    if writer.kind == "enum":
+        return writer.symbols == reader.symbols
+    if writer.kind == "union":
+        return len(writer.branches) == len(reader.branches) and all(
+            _union_equivalent(w, r, seen) for w, r in zip(writer.branches, reader.branches))
+    key = (id(writer), id(reader))
+    if key in seen:
+        return True
+    seen.add(key)
+    return len(writer.fields) == len(reader.fields) and all(
+        w.name == r.name and _union_equivalent(w.type, r.type, seen)
+        for w, r in zip(writer.fields, reader.fields))
+
+
+def _names_match(writer: Node, reader: Node) -> bool:
+    """Enum and fixed names: equal full names, or the writer's is one of the reader's aliases."""
+    return writer.name == reader.name or writer.name in reader.aliases
 
 
 def _describe(node: Node) -> str:
