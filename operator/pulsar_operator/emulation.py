@@ -44,6 +44,8 @@ class RealisticEmulator(kmock.KubernetesEmulator):
     """Assigns uid, creationTimestamp, generation and resourceVersion like an API server."""
 
     _version: int = attrs.field(default=1000, init=False)
+    #: (group, plural) -> the CRD's scale subresource paths, for `kubectl scale` (see register_crds).
+    scales: dict[tuple[str, str], dict[str, str]] = attrs.field(factory=dict, init=False)
 
     def _next_version(self) -> str:
         self._version += 1
@@ -65,6 +67,30 @@ class RealisticEmulator(kmock.KubernetesEmulator):
                 if version.isdigit() and int(version) <= newer_than:
                     continue
             yield event
+
+    async def _serve_fetch(self, request: Any) -> Any:
+        return self._as_scale(request, await super()._serve_fetch(request))
+
+    async def _serve_update(self, request: Any) -> Any:
+        # kmock applies a patch of /scale ({"spec": {"replicas": N}}) to the object itself, which is
+        # right where specReplicasPath is .spec.replicas; the answer must then be a Scale.
+        return self._as_scale(request, await super()._serve_update(request))
+
+    def _as_scale(self, request: Any, obj: Any) -> Any:
+        """The autoscaling/v1 Scale of obj when the request is for its scale subresource (kubectl scale)."""
+        resource = request.resource
+        paths = self.scales.get((str(getattr(resource, "group", "")), str(getattr(resource, "plural", ""))))
+        if request.subresource != "scale" or paths is None or not isinstance(obj, dict):
+            return obj
+        meta = obj.get("metadata") or {}
+        return {
+            "apiVersion": "autoscaling/v1", "kind": "Scale",
+            "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                         if k in meta},
+            "spec": {"replicas": _at(obj, paths["specReplicasPath"]) or 0},
+            "status": {"replicas": _at(obj, paths["statusReplicasPath"]) or 0,
+                       "selector": _at(obj, paths.get("labelSelectorPath", "")) or ""},
+        }
 
     async def _serve_version(self, request: Any) -> Any:
         # kmock names the core group's version "/v1"; kubectl then finds no built-in kind
@@ -151,6 +177,14 @@ class RealisticEmulator(kmock.KubernetesEmulator):
             data.extend({"op": "add", "path": f"/metadata/{k}", "value": v} for k, v in stamp.items())
 
 
+def _at(obj: dict[str, Any], path: str) -> Any:
+    """The value at a CRD JSON path like .spec.replicas (None when absent)."""
+    value: Any = obj
+    for key in path.strip(".").split(".") if path else []:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value if path else None
+
+
 def register_crds(emulator: kmock.KubernetesEmulator, crd_dir: pathlib.Path = CRD_DIR) -> list[dict[str, Any]]:
     """Discovery entries for every CRD in crd_dir; returns the CRD documents."""
     documents = []
@@ -167,6 +201,9 @@ def register_crds(emulator: kmock.KubernetesEmulator, crd_dir: pathlib.Path = CR
                     verbs=["get", "list", "watch", "create", "update", "patch", "delete"],
                     subresources=list(version.get("subresources") or {}),
                 )
+                scale = (version.get("subresources") or {}).get("scale")
+                if scale and scale.get("specReplicasPath") == ".spec.replicas" and isinstance(emulator, RealisticEmulator):
+                    emulator.scales[(spec["group"], names["plural"])] = scale
     return documents
 
 
