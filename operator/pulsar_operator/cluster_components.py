@@ -217,21 +217,6 @@ def proxy_objects(body: dict[str, Any], spec: cluster_spec.ClusterSpec) -> list[
                          cc.proxy_conf(spec), container))
 
 
-def functions_worker_objects(body: dict[str, Any], spec: cluster_spec.ClusterSpec) -> list[dict[str, Any]]:
-    command = ["pulsar", "functions-worker", "--config", f"{cc.CONF_DIR}/functions_worker.conf",
-               "--conf", _advertised(spec, naming.FUNCTIONS_WORKER).replace("advertisedAddress", "workerHostname")]
-    ports = {"http": cc.WORKER_PORT}
-    container = _container(
-        spec, "functions-worker", command, ports, spec.functions_worker.resources,
-        workloads.http_probe("/status.html", cc.WORKER_PORT, initial_delay_s=5),
-        workloads.http_probe("/status.html", cc.WORKER_PORT, initial_delay_s=30),
-        [_config_mount()],
-    )
-    return (_service_pair(body, spec, naming.FUNCTIONS_WORKER, ports)
-            + _stateless(body, spec, naming.FUNCTIONS_WORKER, spec.functions_worker.replicas,
-                         "functions_worker.conf", cc.functions_worker_conf(spec), container))
-
-
 def service_urls_config_map(body: dict[str, Any], spec: cluster_spec.ClusterSpec) -> dict[str, Any]:
     """`<cluster>-service-urls`: the keys function-mesh's spec.pulsar.pulsarConfig expects."""
     name = naming.child_name(spec.name, "service-urls")

@@ -14,7 +14,6 @@ BOOKIE_PORT = 3181
 BOOKIE_HTTP_PORT = 8000
 BROKER_PORT = 6650
 WEB_PORT = 8080
-WORKER_PORT = 6750
 ETCD_CLIENT_PORT = 2379
 ETCD_PEER_PORT = 2380
 CONF_DIR = "/pulsar/conf"
@@ -94,17 +93,6 @@ def proxy_conf(spec: cluster_spec.ClusterSpec) -> dict[str, str]:
         "webServicePort": str(WEB_PORT),
     }
     return _with_overrides(base, spec.proxy.component.config)
-
-
-def functions_worker_conf(spec: cluster_spec.ClusterSpec) -> dict[str, str]:
-    base = {
-        "pulsarFunctionsCluster": spec.cluster_name,
-        "workerPort": str(WORKER_PORT),
-        "pulsarServiceUrl": f"pulsar://{svc_host(spec, naming.BROKER)}:{BROKER_PORT}",
-        "pulsarWebServiceUrl": web_service_url(spec),
-        "configurationMetadataStoreUrl": metadata_store_url(spec),
-    }
-    return _with_overrides(base, spec.functions_worker.config)
 
 
 def etcd_initial_cluster(spec: cluster_spec.ClusterSpec) -> str:
