@@ -28,7 +28,7 @@ USED = frozenset({
     "subscriptionPosition", "autoAck", "maxMessageRetry", "deadLetterTopic", "timeout", "retainOrdering",
     "funcConfig", "resources", "secretsMap", "volumeMounts", "clusterRef",
     # Read field by field below.
-    "input", "output", "python", "pulsar", "pod", "java", "golang", "cleanupSubscription",
+    "input", "output", "python", "pod", "java", "golang", "pulsar", "cleanupSubscription",
     "forwardSourceMessageProperty",
 })
 #: function-mesh fields accepted and not honoured, with the reason.
