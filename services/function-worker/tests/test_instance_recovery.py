@@ -1,8 +1,10 @@
-"""Instances that crash or restart: effectively-once output through a SIGKILL, state that
-outlives instances and is shared by parallel ones."""
+"""Instances that crash or restart: effectively-once and at-least-once output through a
+SIGKILL, state that outlives instances and is shared by parallel ones."""
 
 from __future__ import annotations
 
+import collections
+import time
 import urllib.request
 from collections.abc import Callable
 from typing import Any
@@ -74,6 +76,49 @@ def test_effectively_once_output_survives_a_sigkill_without_loss_or_duplicates(
     outputs = read_everything(client, sink)
     assert len(outputs) == total, f"{len(outputs)} outputs for {total} inputs"
     assert outputs == [f"m{i}".encode() for i in range(total)]
+    assert second.stats()["numReceived"] > 0
+
+
+def test_at_least_once_output_survives_a_sigkill_without_loss(
+    client: pulsar.Client, names: Callable[[str], str], start_instance: Callable[..., Any],
+    standalone: broker_testing.StandaloneProcess,
+) -> None:
+    source, sink = names("in"), names("out")
+    out = client.subscribe(sink, "check", receiver_queue_size=5000)
+    function = {"className": "user_function.identity", "inputs": [source], "output": sink,
+                "processingGuarantee": "ATLEAST_ONCE", "subscriptionName": "alo"}
+    first = start_instance(IDENTITY, function)
+    producer = client.create_producer(source, batching_enabled=False, block_if_queue_full=True)
+    total = 2000
+    failed: list[Any] = []
+    for i in range(total):
+        producer.send_async(f"m{i}".encode(),
+                            lambda result, _id: failed.append(result) if result != pulsar.Result.Ok
+                            else None)
+    producer.flush()
+    assert not failed
+    wait_for(lambda: first.stats()["numSuccessfullyProcessed"] >= 200, 30, "a part processed")
+    processed_before_kill = first.stats()["numSuccessfullyProcessed"]
+    first.kill()
+    assert processed_before_kill < total
+    second = start_instance(IDENTITY, function)
+    expected = {f"m{i}".encode() for i in range(total)}
+    counts: collections.Counter[bytes] = collections.Counter()
+    deadline = time.monotonic() + 60
+    while not expected <= counts.keys() and time.monotonic() < deadline:
+        try:
+            message = out.receive(timeout_millis=1000)
+        except pulsar.Timeout:
+            continue
+        out.acknowledge(message)
+        counts[message.data()] += 1
+    missing = expected - counts.keys()
+    assert not missing, f"{len(missing)} of {total} inputs have no output, e.g. {sorted(missing)[:5]}"
+    assert set(counts) == expected
+    wait_for(lambda: backlog(standalone, source, "alo") == 0, 30, "every input acknowledged")
+    duplicates = sum(counts.values()) - total
+    print(f"{total} inputs, {sum(counts.values())} outputs ({duplicates} duplicates), "
+          f"{processed_before_kill} processed before the SIGKILL")
     assert second.stats()["numReceived"] > 0
 
 
