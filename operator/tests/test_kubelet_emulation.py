@@ -208,3 +208,29 @@ def test_a_container_runs_in_its_own_namespaces_with_the_cluster_names_and_its_m
     assert f"mount --bind {tmp_path}/hosts /etc/hosts" in script
     assert f"mount --bind {conf} /pulsar/conf\nmount -o remount,bind,ro /pulsar/conf" in script
     assert "hostname b-0" in script and "cd '/work dir'" in script and script.endswith('exec "$@"')
+
+
+def test_harnesses_side_by_side_take_different_address_blocks(tmp_path: pathlib.Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(network, "LOCK_DIR", tmp_path)
+    first = network.AddressBlock("127.77.0.0/16", "127.78.0.0/16", block_size=16384)
+    second = network.AddressBlock("127.77.0.0/16", "127.78.0.0/16", block_size=16384)
+    ours = {first.pods.allocate() for _ in range(5)}
+    theirs = {second.pods.allocate() for _ in range(5)}
+    assert not ours & theirs
+    assert all(a.startswith("127.77.") for a in ours | theirs)
+    assert second.services.allocate().startswith("127.78.")
+    rest = [network.AddressBlock("127.77.0.0/16", "127.78.0.0/16", block_size=16384) for _ in range(2)]
+    with pytest.raises(RuntimeError, match="taken"):
+        network.AddressBlock("127.77.0.0/16", "127.78.0.0/16", block_size=16384)
+    first.release()
+    rest.append(network.AddressBlock("127.77.0.0/16", "127.78.0.0/16", block_size=16384))
+    for block in [second, *rest]:
+        block.release()
+
+
+def test_an_address_pool_skips_the_ends_of_its_block() -> None:
+    pool = network.AddressPool("127.77.0.0/16", start=0, count=4)
+    assert [pool.allocate(), pool.allocate()] == ["127.77.0.1", "127.77.0.2"]
+    with pytest.raises(RuntimeError, match="exhausted"):
+        pool.allocate()

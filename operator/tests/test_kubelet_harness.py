@@ -211,9 +211,28 @@ async def test_deleting_the_statefulset_stops_its_pods_and_keeps_retained_claims
 async def test_claims_of_a_statefulset_with_whendeleted_delete_go_with_it(env: Env) -> None:
     body = web_set("gone", replicas=1, persistentVolumeClaimRetentionPolicy={"whenDeleted": "Delete"})
     body["spec"]["selector"]["matchLabels"] = body["spec"]["template"]["metadata"]["labels"] = {"app": "gone"}
+    # exec probes run inside the container's mount namespace, where the claim is mounted at /srv/web
+    container = body["spec"]["template"]["spec"]["containers"][0]
+    container["readinessProbe"] = {"exec": {"command": ["test", "-s", "/srv/web/starts"]}, "periodSeconds": 1}
+    container["livenessProbe"] = {"tcpSocket": {"port": "http"}, "periodSeconds": 1}
     await env.api.create(api.STATEFUL_SETS, copy.deepcopy(body))
     await env.wait(api.STATEFUL_SETS, "gone", lambda o: ready(o, 1), "gone ready")
     assert claim_dir(env, "data-gone-0").exists()
     assert await env.api.delete(api.STATEFUL_SETS, NS, "gone")
     await emulation.wait_for(lambda: not claim_dir(env, "data-gone-0").exists(), WAIT_S, "claim dir removed")
     assert await env.api.get(api.CLAIMS, NS, "data-gone-0") is None
+
+
+async def test_a_failing_liveness_probe_restarts_the_container(env: Env) -> None:
+    body = web_set("sick", replicas=1)
+    body["spec"]["selector"]["matchLabels"] = body["spec"]["template"]["metadata"]["labels"] = {"app": "sick"}
+    container = body["spec"]["template"]["spec"]["containers"][0]
+    container["livenessProbe"] = {"tcpSocket": {"port": 9}, "periodSeconds": 1, "failureThreshold": 2}
+    await env.api.create(api.STATEFUL_SETS, body)
+
+    def restarted(pod: dict[str, Any]) -> bool:
+        statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]
+        return statuses[0].get("restartCount", 0) >= 1
+
+    await env.wait(api.PODS, "sick-0", restarted, "sick-0 restarted by its liveness probe")
+    assert await env.api.delete(api.STATEFUL_SETS, NS, "sick")

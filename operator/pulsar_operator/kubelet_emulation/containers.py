@@ -215,9 +215,8 @@ class Container:
         if proc is None or proc.returncode is not None:
             return
         self.signal(signal.SIGTERM)
-        try:
-            await asyncio.wait_for(proc.wait(), grace_s)
-        except TimeoutError:
-            pass
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(grace_s):
+                await proc.wait()
         self.signal(signal.SIGKILL)
         await proc.wait()

@@ -33,7 +33,16 @@ from typing import Any
 import aiohttp
 import yaml
 
-from pulsar_operator.kubelet_emulation import api, containers, gc, kubelet, network, service_proxy, statefulsets
+from pulsar_operator.kubelet_emulation import (
+    api,
+    containers,
+    gc,
+    kubelet,
+    network,
+    service_proxy,
+    statefulsets,
+    tasks,
+)
 
 log = logging.getLogger(__name__)
 RESYNC_S = 2.0
@@ -84,15 +93,17 @@ class Harness:
         resources = list(api.BUILT_IN) + [r for r in owners if r not in api.BUILT_IN]
         self.caches = {r: api.Informer(self.api, r, self._dirty.set) for r in resources}
         self.hosts = network.HostsFile(self._mkdir(state_dir) / "hosts")
-        self._service_pool = network.AddressPool(service_cidr)
+        self._addresses = network.AddressBlock(pod_cidr, service_cidr)
+        self._service_pool = self._addresses.services
         self._service_ips: dict[str, str] = {}  # Service uid -> address
         self._routes: dict[service_proxy.Listener, list[tuple[str, int]]] = {}
         self.proxy = service_proxy.ServiceProxy(lambda listener: self._routes.get(listener, []))
-        self._pod_pool = network.AddressPool(pod_cidr)
+        self._pod_pool = self._addresses.pods
         self._backoff = (backoff_initial_s, backoff_max_s)
         self._session: aiohttp.ClientSession | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._loop_task: asyncio.Task[None] | None = None
+        self._stopping = False
         self.kubelet: kubelet.Kubelet | None = None
         self.errors: list[str] = []
 
@@ -119,17 +130,17 @@ class Harness:
             self.kubelet.terminating)
         self.gc = gc.GarbageCollector(self.api, self.caches)
         self._tasks = [asyncio.create_task(cache.run(), name=f"watch {r.plural}") for r, cache in self.caches.items()]
-        await asyncio.wait_for(asyncio.gather(*(c.synced.wait() for c in self.caches.values())), SYNC_TIMEOUT_S)
+        async with asyncio.timeout(SYNC_TIMEOUT_S):
+            await asyncio.gather(*(c.synced.wait() for c in self.caches.values()))
         self._loop_task = asyncio.create_task(self._loop(), name="harness sync")
         atexit.register(self.kill_all)
         return self
 
     async def stop(self, grace_s: float = 5.0) -> None:
         """Stop every pod (SIGTERM, SIGKILL after grace_s), the listeners and the watches."""
+        self._stopping = True
         if self._loop_task is not None:  # first, so that nothing new starts
-            self._loop_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._loop_task
+            await tasks.cancel_and_wait(self._loop_task)
         if self.kubelet is not None:
             await self.kubelet.shutdown(grace_s)
         self.kill_all()
@@ -141,6 +152,7 @@ class Harness:
         if self._session is not None:
             await self._session.close()
         atexit.unregister(self.kill_all)
+        self._addresses.release()
 
     async def __aenter__(self) -> Harness:
         return await self.start()
@@ -155,9 +167,12 @@ class Harness:
                 os.killpg(pgid, signal.SIGKILL)
 
     async def _loop(self) -> None:
-        while True:
+        while not self._stopping:
+            # asyncio.timeout, not wait_for: on 3.11 wait_for returns normally when it is cancelled
+            # just as the event is set, and this loop would never stop.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._dirty.wait(), RESYNC_S)
+                async with asyncio.timeout(RESYNC_S):
+                    await self._dirty.wait()
             self._dirty.clear()
             try:
                 await self.sync()
@@ -252,7 +267,8 @@ class Harness:
                                                     stderr=subprocess.PIPE, start_new_session=True,
                                                     preexec_fn=containers.die_with_parent)
         try:
-            out, err = await asyncio.wait_for(proc.communicate(), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                out, err = await proc.communicate()
         except TimeoutError:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)

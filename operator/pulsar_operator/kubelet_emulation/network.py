@@ -2,7 +2,9 @@
 
 Every pod gets its own loopback address (from 127.77.0.0/16 by default) and
 every ClusterIP Service another (127.78.0.0/16); Linux routes all of 127/8
-to the loopback device, so a server can bind any of them. Names resolve
+to the loopback device, so a server can bind any of them. Each harness takes
+a block of 1024 of each (`AddressBlock`), so harnesses running side by side
+never share one. Names resolve
 through one hosts file, owned by the harness and bind-mounted over /etc/hosts
 in each pod's private mount namespace: Services (`<svc>.<ns>.svc[.cluster.local]`),
 headless Services (one line per endpoint), pods behind their StatefulSet's
@@ -15,9 +17,12 @@ other pod's short hostname (a kubelet writes only the pod's own).
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import ipaddress
 import os
 import pathlib
+import random
+import tempfile
 from collections.abc import Iterable
 from typing import Any
 
@@ -26,20 +31,59 @@ from pulsar_operator.kubelet_emulation import podspec
 POD_CIDR = "127.77.0.0/16"
 SERVICE_CIDR = "127.78.0.0/16"
 CLUSTER_DOMAIN = "cluster.local"
+#: Addresses per harness: pods and Services each get this many from their range.
+BLOCK_SIZE = 1024
+LOCK_DIR = pathlib.Path(tempfile.gettempdir()) / "kubelet-harness-address-blocks"
 LOCALHOST_LINES = ("127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback")
 
 
 class AddressPool:
-    """Hands out the addresses of a CIDR in order, never the same one twice in a run."""
+    """Hands out `count` addresses of a CIDR from `start` on, in order, never one twice in a run."""
 
-    def __init__(self, cidr: str) -> None:
-        self._hosts = ipaddress.ip_network(cidr).hosts()
+    def __init__(self, cidr: str, start: int = 0, count: int | None = None) -> None:
+        network = ipaddress.ip_network(cidr)
+        first = int(network.network_address) + start
+        last = first + (count if count is not None else network.num_addresses) - 1
+        # The block's first and last addresses are skipped: they are the network's own
+        # address and its broadcast address at the ends of the CIDR.
+        self._addresses = (str(ipaddress.ip_address(a)) for a in range(first + 1, last))
 
     def allocate(self) -> str:
         try:
-            return str(next(self._hosts))
+            return next(self._addresses)
         except StopIteration:
             raise RuntimeError("address pool exhausted") from None
+
+
+class AddressBlock:
+    """A slice of the pod and Service ranges that only this harness uses while it runs.
+
+    Two harnesses at once on one machine (test runs side by side) would otherwise hand
+    out the same addresses, and their pods would fail to bind. Each claims a block by
+    holding an flock on a file named after it; the lock goes with the process.
+    """
+
+    def __init__(self, pod_cidr: str, service_cidr: str, block_size: int = BLOCK_SIZE,
+                 rng: random.Random | None = None) -> None:
+        blocks = min(ipaddress.ip_network(c).num_addresses for c in (pod_cidr, service_cidr)) // block_size
+        LOCK_DIR.mkdir(parents=True, exist_ok=True)
+        for index in (rng or random.Random()).sample(range(blocks), blocks):
+            fd = os.open(LOCK_DIR / f"block-{index}.lock", os.O_CREAT | os.O_RDWR, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            self._fd: int | None = fd
+            self.pods = AddressPool(pod_cidr, index * block_size, block_size)
+            self.services = AddressPool(service_cidr, index * block_size, block_size)
+            return
+        raise RuntimeError(f"all {blocks} address blocks are taken by other harnesses")
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,13 +10,12 @@ container of every incarnation appends to (`<namespace>_<pod>.log`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import pathlib
 import signal
 from typing import Any
 
-from pulsar_operator.kubelet_emulation import containers, podspec, volumes
+from pulsar_operator.kubelet_emulation import containers, podspec, tasks, volumes
 
 log = logging.getLogger(__name__)
 HOST_IP = "127.0.0.1"
@@ -97,10 +96,7 @@ class PodRunner:
 
     async def stop(self, grace_s: float | None = None) -> None:
         """Terminate the pod: SIGTERM, then SIGKILL after the grace period."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await tasks.cancel_and_wait(self._task)
         grace = self.grace_s if grace_s is None else min(grace_s, self.grace_s)
         await asyncio.gather(*(c.terminate(grace) for c in self.init_containers + self.containers))
         self.stopped.set()

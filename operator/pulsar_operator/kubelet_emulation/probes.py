@@ -10,7 +10,6 @@ failureThreshold failures in a row (the container is then restarted).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 from collections.abc import Callable
@@ -18,7 +17,7 @@ from typing import Any
 
 import aiohttp
 
-from pulsar_operator.kubelet_emulation import podspec
+from pulsar_operator.kubelet_emulation import podspec, tasks
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +77,8 @@ async def http_get(session: aiohttp.ClientSession, pod: dict[str, Any], pod_ip: 
 
 async def tcp_socket(pod: dict[str, Any], pod_ip: str, action: dict[str, Any], timeout_s: float) -> bool:
     port = podspec.port_number(pod, action.get("port"))
-    _, writer = await asyncio.wait_for(asyncio.open_connection(action.get("host") or pod_ip, port), timeout_s)
+    async with asyncio.timeout(timeout_s):
+        _, writer = await asyncio.open_connection(action.get("host") or pod_ip, port)
     writer.close()
     return True
 
@@ -87,7 +87,8 @@ async def run_exec(argv: list[str], timeout_s: float) -> bool:
     proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.DEVNULL,
                                                 stderr=asyncio.subprocess.DEVNULL)
     try:
-        return await asyncio.wait_for(proc.wait(), timeout_s) == 0
+        async with asyncio.timeout(timeout_s):
+            return await proc.wait() == 0
     except TimeoutError:
         proc.kill()
         await proc.wait()
@@ -108,17 +109,15 @@ class Prober:
         self._task = asyncio.create_task(self._run())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await tasks.cancel_and_wait(self._task)
 
     async def _run(self) -> None:
         schedule = self.verdict.schedule
         await asyncio.sleep(schedule.initial_delay_s)
         while True:
             try:
-                success = bool(await asyncio.wait_for(self._check(schedule.timeout_s), schedule.timeout_s + 1))
+                async with asyncio.timeout(schedule.timeout_s + 1):
+                    success = bool(await self._check(schedule.timeout_s))
             except (OSError, TimeoutError, aiohttp.ClientError, podspec.ConfigError) as exc:
                 log.debug("probe failed: %s", exc)
                 success = False

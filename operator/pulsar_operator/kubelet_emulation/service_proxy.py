@@ -11,12 +11,13 @@ half-closes included. With no ready endpoint the connection is refused
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import functools
 import logging
 import random
 from collections.abc import Callable
+
+from pulsar_operator.kubelet_emulation import tasks
 
 log = logging.getLogger(__name__)
 CHUNK_BYTES = 64 * 1024
@@ -70,11 +71,7 @@ class ServiceProxy:
 
     async def close(self) -> None:
         await self.sync(set())
-        for task in list(self._connections):
-            task.cancel()
-        for task in list(self._connections):
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await tasks.cancel_and_wait(*self._connections)
 
     async def _accept(self, listener: Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -92,8 +89,8 @@ class ServiceProxy:
             return
         ip, port = self._rng.choice(targets)
         try:
-            upstream_reader, upstream_writer = await asyncio.wait_for(
-                asyncio.open_connection(ip, port), CONNECT_TIMEOUT_S)
+            async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                upstream_reader, upstream_writer = await asyncio.open_connection(ip, port)
         except (OSError, TimeoutError):
             return
         try:
