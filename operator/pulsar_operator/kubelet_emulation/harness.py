@@ -93,12 +93,11 @@ class Harness:
         resources = list(api.BUILT_IN) + [r for r in owners if r not in api.BUILT_IN]
         self.caches = {r: api.Informer(self.api, r, self._dirty.set) for r in resources}
         self.hosts = network.HostsFile(self._mkdir(state_dir) / "hosts")
-        self._addresses = network.AddressBlock(pod_cidr, service_cidr)
-        self._service_pool = self._addresses.services
+        self._cidrs = (pod_cidr, service_cidr)
+        self._addresses: network.AddressBlock | None = None
         self._service_ips: dict[str, str] = {}  # Service uid -> address
         self._routes: dict[service_proxy.Listener, list[tuple[str, int]]] = {}
         self.proxy = service_proxy.ServiceProxy(lambda listener: self._routes.get(listener, []))
-        self._pod_pool = self._addresses.pods
         self._backoff = (backoff_initial_s, backoff_max_s)
         self._session: aiohttp.ClientSession | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -119,12 +118,13 @@ class Harness:
     async def start(self) -> Harness:
         if reason := unavailable_reason():
             raise HarnessUnavailable(reason)
+        self._addresses = network.AddressBlock(*self._cidrs)
         self._session = aiohttp.ClientSession()
         node = containers.Node(hosts=self.hosts.path, path_env=default_path(), session=self._session,
                                lookup=self._lookup, on_change=self._dirty.set,
                                backoff_initial_s=self._backoff[0], backoff_max_s=self._backoff[1])
         self.kubelet = kubelet.Kubelet(self.api, self.caches[api.PODS], self.caches[api.CLAIMS], node,
-                                       self.state_dir, self._pod_pool)
+                                       self.state_dir, self._addresses.pods)
         self.sets = statefulsets.StatefulSetController(
             self.api, self.caches[api.STATEFUL_SETS], self.caches[api.PODS], self.caches[api.CLAIMS],
             self.kubelet.terminating)
@@ -152,7 +152,8 @@ class Harness:
         if self._session is not None:
             await self._session.close()
         atexit.unregister(self.kill_all)
-        self._addresses.release()
+        if self._addresses is not None:
+            self._addresses.release()
 
     async def __aenter__(self) -> Harness:
         return await self.start()
@@ -201,7 +202,8 @@ class Harness:
             uid = str(service["metadata"].get("uid"))
             if network.is_headless(service) or uid in self._service_ips:
                 continue
-            ip = self._service_ips[uid] = self._service_pool.allocate()
+            assert self._addresses is not None
+            ip = self._service_ips[uid] = self._addresses.services.allocate()
             if not (service.get("spec") or {}).get("clusterIP"):
                 namespace, name = api.key_of(service)
                 patched = await self.api.patch(api.SERVICES, namespace, name,
