@@ -139,7 +139,7 @@ def etcd_objects(body: dict[str, Any], spec: cluster_spec.ClusterSpec) -> list[d
         _meta(body, spec, name, naming.ETCD), replicas=spec.etcd.replicas, selector=selector,
         service_name=f"{name}-headless", pod_labels=_pod_labels(spec, naming.ETCD),
         pod_annotations=_pod_annotations(spec, workloads.config_hash(command)), spec=pod,
-        claims=claims, parallel=True,
+        claims=claims, claims_when_deleted=spec.claims_when_deleted, parallel=True,
     )
     return _service_pair(body, spec, naming.ETCD, {"client": cc.ETCD_CLIENT_PORT}) + [sts]
 
@@ -185,7 +185,7 @@ def bookie_objects(body: dict[str, Any], spec: cluster_spec.ClusterSpec, replica
             meta(), replicas=replicas, selector=selector, service_name=name,
             pod_labels=_pod_labels(spec, naming.BOOKIE),
             pod_annotations=_pod_annotations(spec, workloads.config_hash(conf_text)),
-            spec=pod, claims=claims, parallel=True,
+            spec=pod, claims=claims, claims_when_deleted=spec.claims_when_deleted, parallel=True,
         ),
         workloads.pod_disruption_budget(meta(), selector, 1),
     ]

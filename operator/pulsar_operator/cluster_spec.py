@@ -75,6 +75,8 @@ class ClusterSpec:
     pod_policy: dict[str, Any]
     auto_recovery: dict[str, Any]
     decommission: dict[str, Any]
+    #: persistentVolumeClaimRetentionPolicy.whenDeleted of the etcd and bookie StatefulSets.
+    claims_when_deleted: str = "Retain"
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -129,6 +131,8 @@ def parse(body: dict[str, Any]) -> ClusterSpec:
         pod_policy=_dict(spec.get("podPolicy")),
         auto_recovery=_dict(spec.get("autoRecovery")),
         decommission=_dict(spec.get("decommission")),
+        claims_when_deleted=str(
+            _dict(spec.get("persistentVolumeClaimRetentionPolicy")).get("whenDeleted") or "Retain"),
     )
 
 
@@ -183,6 +187,9 @@ def validate(body: dict[str, Any]) -> list[str]:
         problems.append(f"spec.etcd.replicas must be odd and >= 1, got {spec.etcd.replicas}")
     if spec.proxy.service_type not in ("ClusterIP", "NodePort", "LoadBalancer"):
         problems.append(f"spec.proxy.serviceType must be ClusterIP, NodePort or LoadBalancer, got {spec.proxy.service_type}")
+    if spec.claims_when_deleted not in ("Retain", "Delete"):
+        problems.append("spec.persistentVolumeClaimRetentionPolicy.whenDeleted must be Retain or "
+                        f"Delete, got {spec.claims_when_deleted}")
     if not spec.name:
         problems.append("metadata.name is required")
     return problems

@@ -135,9 +135,13 @@ def stateful_set(
     pod_annotations: dict[str, str],
     spec: dict[str, Any],
     claims: list[dict[str, Any]] | None = None,
+    claims_when_deleted: str = "Retain",
     parallel: bool = False,
 ) -> dict[str, Any]:
-    """A StatefulSet; replicas None leaves the count to someone else (an HPA)."""
+    """A StatefulSet; replicas None leaves the count to someone else (an HPA).
+
+    Its claims go with it on deletion when claims_when_deleted is "Delete"; they are
+    always kept when it scales down (a bookie's data must be drained first)."""
     body: dict[str, Any] = {
         "serviceName": service_name,
         "selector": {"matchLabels": dict(selector)},
@@ -149,6 +153,8 @@ def stateful_set(
         body["replicas"] = replicas
     if claims:
         body["volumeClaimTemplates"] = claims
+        body["persistentVolumeClaimRetentionPolicy"] = {"whenDeleted": claims_when_deleted,
+                                                        "whenScaled": "Retain"}
     return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": metadata, "spec": body}
 
 

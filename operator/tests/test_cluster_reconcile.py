@@ -174,6 +174,21 @@ def test_servers_bind_to_the_pod_ip_from_the_downward_api(
     assert {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}} in container["env"]
 
 
+@pytest.mark.parametrize(("policy", "when_deleted"), [(None, "Retain"), ("Retain", "Retain"),
+                                                     ("Delete", "Delete")])
+def test_volumes_are_kept_or_deleted_with_the_cluster_as_the_spec_says(
+    example: Example, policy: str | None, when_deleted: str,
+) -> None:
+    changes = {} if policy is None else {"persistentVolumeClaimRetentionPolicy": {"whenDeleted": policy}}
+    plan = cluster_reconcile.reconcile(cluster(example, **changes), {}, NOW)
+    for component in ("etcd", "bookie"):
+        sts = by(plan.objects, "StatefulSet", f"pulsar-mini-{component}")
+        assert sts["spec"]["persistentVolumeClaimRetentionPolicy"] == {
+            "whenDeleted": when_deleted, "whenScaled": "Retain"}  # scaling down never drops data
+    assert "persistentVolumeClaimRetentionPolicy" not in by(
+        plan.objects, "StatefulSet", "pulsar-mini-broker")["spec"]  # no volumes
+
+
 def test_config_maps_carry_wiring_and_user_overrides(example: Example) -> None:
     body = cluster(example, broker__config={"managedLedgerDefaultEnsembleSize": "3", "managedLedgerDefaultWriteQuorum": "2",
                                             "managedLedgerDefaultAckQuorum": "2", "maxMessageSize": "1048576"})
@@ -219,6 +234,7 @@ def test_default_ensemble_follows_small_bookie_counts(example: Example) -> None:
     ({"bookkeeper__replicas": 0}, "spec.bookkeeper.replicas must be >= 1"),
     ({"proxy__serviceType": "Ingress"}, "serviceType must be"),
     ({"broker__replicas": "many"}, "wrong type"),
+    ({"persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Archive"}}, "must be Retain or Delete"),
 ])
 def test_an_invalid_spec_is_reported_and_changes_nothing(example: Example, changes: dict[str, Any], message: str) -> None:
     plan = cluster_reconcile.reconcile(cluster(example, **changes), {}, NOW)
