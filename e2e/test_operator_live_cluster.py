@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from pulsar_common.testing import free_port
 from pulsar_operator import emulation
 from pulsar_operator.kubelet_emulation import api, harness
+from pulsar_operator.kubelet_emulation import live as live_env
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -65,31 +65,9 @@ print("ROUND-TRIP " + ("ok" if sorted(got) == sorted(sent) else f"mismatch {got}
 """
 
 
-class Live:
-    def __init__(self, kubeconfig: pathlib.Path, client: api.ApiClient, cluster: harness.Harness,
-                 operator: emulation.OperatorProcess) -> None:
-        self.kubeconfig = kubeconfig
-        self.api = client
-        self.cluster = cluster
-        self.operator = operator
-
-    async def kubectl(self, *args: str) -> str:
-        return await emulation.kubectl(self.kubeconfig, *args)
-
-    async def wait(self, resource: api.Resource, name: str, predicate: Any, what: str,
-                   timeout_s: float = WAIT_S) -> dict[str, Any]:
-        found: dict[str, Any] = {}
-
-        async def check() -> bool:
-            await self.operator.healthy()  # fails fast with the operator's log if it died
-            obj = await self.api.get(resource, NS, name)
-            if obj is not None and predicate(obj):
-                found.update(obj)
-                return True
-            return False
-
-        await emulation.wait_for(check, timeout_s, what)
-        return found
+class Live(live_env.LiveCluster):
+    async def cluster_status(self) -> dict[str, Any]:
+        return await self.status(CLUSTERS, CLUSTER)
 
     async def gone(self, resource: api.Resource, name: str) -> None:
         async def absent() -> bool:
@@ -97,18 +75,13 @@ class Live:
 
         await emulation.wait_for(absent, WAIT_S, f"{resource.kind} {name} deleted")
 
-    async def status(self) -> dict[str, Any]:
-        cluster = await self.api.get(CLUSTERS, NS, CLUSTER)
-        assert cluster is not None
-        return dict(cluster.get("status") or {})
-
     async def round_trip(self, topic: str, count: int = 20) -> None:
-        url = (await self.status())["brokerServiceURL"]
+        url = (await self.cluster_status())["brokerServiceURL"]
         result = await self.cluster.run([sys.executable, "-c", ROUND_TRIP, url, topic, str(count)], timeout_s=150)
         assert "ROUND-TRIP ok" in result.stdout, result.stdout[-3000:] + result.stderr[-3000:]
 
     async def admin(self, *args: str) -> str:
-        url = (await self.status())["webServiceURL"]
+        url = (await self.cluster_status())["webServiceURL"]
         result = await self.cluster.run([PULSAR_ADMIN, "--admin-url", url, *args], timeout_s=60)
         assert result.returncode == 0, result.stdout + result.stderr
         return result.stdout
@@ -124,28 +97,10 @@ def is_ready(obj: dict[str, Any]) -> bool:
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def live(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> AsyncIterator[Live]:
-    state = tmp_path_factory.mktemp("live-cluster")
     failed_before = request.session.testsfailed
-    async with emulation.running_emulator() as (_, url):
-        kubeconfig = emulation.write_kubeconfig(state / "kubeconfig", url, NS)
-        client = api.ApiClient(url)
-        cluster = harness.Harness(url, state / "node", owners=harness.custom_resources(),
-                                  backoff_initial_s=1.0, backoff_max_s=10.0)
-        operator = emulation.OperatorProcess(kubeconfig, free_port(), "--no-leader-election", "--namespace", NS,
-                                             "--resync-interval", "2", log=state / "operator.log")
-        operator.args = cluster.wrap(operator.args)  # the operator reaches the admin URL by cluster DNS
-        await cluster.start()
-        try:
-            await operator.start()
-            await emulation.wait_for(operator.healthy, WAIT_S, "operator /healthz")
-            yield Live(kubeconfig, client, cluster, operator)
-        finally:
-            await operator.stop()
-            await cluster.stop()
-            await client.close()
-            if request.session.testsfailed > failed_before:
-                print(cluster.logs(6000))
-                print("----- operator.log -----\n" + operator.log.read_text()[-6000:])
+    async with live_env.running(tmp_path_factory.mktemp("live-cluster"), NS,
+                                lambda: request.session.testsfailed > failed_before) as running:
+        yield Live(running.kubeconfig, running.api, running.cluster, running.operator, NS)
 
 
 async def test_the_example_cluster_becomes_ready_with_every_pod_running(live: Live) -> None:
@@ -161,7 +116,7 @@ async def test_the_example_cluster_becomes_ready_with_every_pod_running(live: Li
 
 
 async def test_the_official_client_produces_and_consumes_through_the_status_url(live: Live) -> None:
-    assert (await live.status())["brokerServiceURL"] == f"pulsar://{CLUSTER}-proxy.{NS}.svc:6650"
+    assert (await live.cluster_status())["brokerServiceURL"] == f"pulsar://{CLUSTER}-proxy.{NS}.svc:6650"
     await live.round_trip("persistent://public/default/first")
 
 

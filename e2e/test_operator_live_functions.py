@@ -33,9 +33,9 @@ import pulsar_functions.examples.exclamation_function as example_function
 import pytest
 import pytest_asyncio
 import yaml
-from pulsar_common.testing import free_port
 from pulsar_operator import emulation
 from pulsar_operator.kubelet_emulation import api, harness
+from pulsar_operator.kubelet_emulation import live as live_env
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -57,7 +57,8 @@ MESH_KIND = "functions.compute.functionmesh.io"
 #: Where the pulsar-py image has the example function function-mesh's sample names.
 IMAGE_EXAMPLE = pathlib.Path("/pulsar/examples/python-examples/exclamation_function.py")
 #: github.com/streamnative/function-mesh, .ci/tests/integration/cases/python-function/manifests.yaml
-#: (commit 1f1a5d2f), without its `image: streamnative/pulsar-functions-python-sample:3.2.2.1` line.
+#: (commit 1f1a5d2f), without its `image: streamnative/pulsar-functions-python-sample:3.2.2.1` line
+#: and its one comment line.
 FUNCTION_MESH_SAMPLE = """
 apiVersion: compute.functionmesh.io/v1alpha1
 kind: Function
@@ -82,7 +83,6 @@ spec:
     limits:
       cpu: "0.2"
       memory: 1.1G
-  # each secret will be loaded ad an env variable from the `path` secret with the `key` in that secret in the name of `name`
   secretsMap:
     "name":
       path: "test-py-secret"
@@ -154,35 +154,9 @@ print("THROUGH " + ("ok" if sorted(got) == wanted else f"mismatch {sorted(got)} 
 """
 
 
-class Live:
-    def __init__(self, kubeconfig: pathlib.Path, client: api.ApiClient, cluster: harness.Harness,
-                 operator: emulation.OperatorProcess) -> None:
-        self.kubeconfig = kubeconfig
-        self.api = client
-        self.cluster = cluster
-        self.operator = operator
-
-    async def kubectl(self, *args: str, stdin: str | None = None) -> str:
-        return await emulation.kubectl(self.kubeconfig, *args, stdin=stdin)
-
-    async def wait(self, resource: api.Resource, name: str, predicate: Any, what: str,
-                   timeout_s: float = WAIT_S) -> dict[str, Any]:
-        found: dict[str, Any] = {}
-
-        async def check() -> bool:
-            await self.operator.healthy()  # fails fast with the operator's log if it died
-            obj = await self.api.get(resource, NS, name)
-            if obj is not None and predicate(obj):
-                found.update(obj)
-                return True
-            return False
-
-        await emulation.wait_for(check, timeout_s, what)
-        return found
-
+class Live(live_env.LiveCluster):
     async def through_function(self, source: str, sink: str, count: int = 10) -> None:
-        cluster = await self.api.get(CLUSTERS, NS, CLUSTER)
-        url = ((cluster or {}).get("status") or {})["brokerServiceURL"]
+        url = (await self.status(CLUSTERS, CLUSTER))["brokerServiceURL"]
         result = await self.cluster.run([sys.executable, "-c", THROUGH_FUNCTION, url, source, sink, str(count)],
                                         timeout_s=150)
         assert "THROUGH ok" in result.stdout, result.stdout[-3000:] + result.stderr[-3000:]
@@ -244,28 +218,10 @@ def image_example() -> Iterator[None]:
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def live(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest,
                image_example: None) -> AsyncIterator[Live]:
-    state = tmp_path_factory.mktemp("live-functions")
     failed_before = request.session.testsfailed
-    async with emulation.running_emulator() as (_, url):
-        kubeconfig = emulation.write_kubeconfig(state / "kubeconfig", url, NS)
-        client = api.ApiClient(url)
-        cluster = harness.Harness(url, state / "node", owners=harness.custom_resources(),
-                                  backoff_initial_s=1.0, backoff_max_s=10.0)
-        operator = emulation.OperatorProcess(kubeconfig, free_port(), "--no-leader-election", "--namespace", NS,
-                                             "--resync-interval", "2", log=state / "operator.log")
-        operator.args = cluster.wrap(operator.args)  # the operator reaches the admin URL by cluster DNS
-        await cluster.start()
-        try:
-            await operator.start()
-            await emulation.wait_for(operator.healthy, WAIT_S, "operator /healthz")
-            yield Live(kubeconfig, client, cluster, operator)
-        finally:
-            await operator.stop()
-            await cluster.stop()
-            await client.close()
-            if request.session.testsfailed > failed_before:
-                print(cluster.logs(4000))
-                print("----- operator.log -----\n" + operator.log.read_text()[-6000:])
+    async with live_env.running(tmp_path_factory.mktemp("live-functions"), NS,
+                                lambda: request.session.testsfailed > failed_before, 4000) as running:
+        yield Live(running.kubeconfig, running.api, running.cluster, running.operator, NS)
 
 
 async def test_the_example_function_transforms_what_is_published_to_its_input(live: Live) -> None:
