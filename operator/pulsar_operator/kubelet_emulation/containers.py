@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import dataclasses
 import datetime
 import logging
@@ -26,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 import aiohttp
+from pulsar_common import testing
 
 from pulsar_operator.kubelet_emulation import podspec, probes, volumes
 
@@ -33,14 +33,9 @@ log = logging.getLogger(__name__)
 BACKOFF_RESET_S = 600.0
 #: How often a container waiting for a ConfigMap, Secret or claim looks again.
 CONFIG_RETRY_S = 1.0
-PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent() -> None:
-    """Runs in the child before exec: SIGKILL it when the harness process dies, however it dies
-    (PR_SET_PDEATHSIG survives exec), so no pod outlives a killed test run."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+#: The signal a pod's processes get when the harness process dies, however it dies, so no pod
+#: outlives a killed test run.
+DEATH_SIGNAL = "KILL"
 
 
 def now_iso() -> str:
@@ -130,8 +125,8 @@ class Container:
                       f"{shlex.join(argv)}\n".encode())
             out.flush()
             return await asyncio.create_subprocess_exec(
-                *wrapped, env=full_env, cwd=self.pod_dir, stdin=asyncio.subprocess.DEVNULL,
-                stdout=out, stderr=out, start_new_session=True, preexec_fn=die_with_parent)
+                *testing.dying_with_parent(wrapped, DEATH_SIGNAL), env=full_env, cwd=self.pod_dir,
+                stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
 
     def _exec_argv(self, command: list[str]) -> list[str]:
         pid = self.proc.pid if self.proc else 0

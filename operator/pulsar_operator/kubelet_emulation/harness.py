@@ -32,6 +32,7 @@ from typing import Any
 
 import aiohttp
 import yaml
+from pulsar_common import testing
 
 from pulsar_operator.kubelet_emulation import (
     api,
@@ -265,9 +266,9 @@ class Harness:
     async def run(self, argv: Sequence[str], timeout_s: float = 120.0,
                   env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         """Run a command that resolves the cluster's names; its output, whatever its exit status."""
-        proc = await asyncio.create_subprocess_exec(*self.wrap(argv), env=env, stdout=subprocess.PIPE,
-                                                    stderr=subprocess.PIPE, start_new_session=True,
-                                                    preexec_fn=containers.die_with_parent)
+        proc = await asyncio.create_subprocess_exec(*testing.dying_with_parent(self.wrap(argv), containers.DEATH_SIGNAL), env=env,
+                                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                                    start_new_session=True)
         try:
             async with asyncio.timeout(timeout_s):
                 out, err = await proc.communicate()

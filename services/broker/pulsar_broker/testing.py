@@ -68,9 +68,9 @@ class ServiceProcess:
     def start(self, timeout_s: float = 60.0) -> Self:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")  # noqa: SIM115 - the child owns it until it exits
-        self.process = subprocess.Popen(self.arguments(), stdout=log, stderr=subprocess.STDOUT,
-                                        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                                        preexec_fn=testing.die_with_parent)
+        self.process = subprocess.Popen(testing.dying_with_parent(self.arguments()), stdout=log,
+                                        stderr=subprocess.STDOUT,
+                                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
         log.close()
         testing.wait_until(self.ready, timeout_s, f"{' '.join(self.command)} (log {self.log_path})",
                            self.process)

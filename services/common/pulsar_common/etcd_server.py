@@ -78,9 +78,8 @@ class EtcdServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "ab")  # noqa: SIM115 (kept open while etcd runs)
         self._process = subprocess.Popen(
-            [binary, *self._arguments()],
+            testing.dying_with_parent([binary, *self._arguments()]),
             stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-            preexec_fn=testing.die_with_parent,
         )
         try:
             testing.wait_until(self._healthy, START_TIMEOUT_S, f"etcd on {self.endpoint}",

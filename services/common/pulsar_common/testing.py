@@ -5,12 +5,12 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable
-
+from collections.abc import Callable, Sequence
 
 #: Ports already handed out by this process: a port is free until its user binds it, so
 #: handing it out twice (to two bookies of one cluster, say) would make them collide.
@@ -62,9 +62,26 @@ except OSError:
 _PR_SET_PDEATHSIG = 1
 
 
+#: util-linux's setpriv, which sets the parent-death signal and then execs the command.
+SETPRIV = shutil.which("setpriv")
+
+
+def dying_with_parent(argv: Sequence[str], signal_name: str = "TERM") -> list[str]:
+    """argv for a child process of a test or local cluster that the kernel sends SIGTERM
+    (or signal_name) when its parent dies, so a killed test run leaks no servers (Linux).
+
+    The signal is set by `setpriv --pdeathsig` in the child, after the fork, rather than by a
+    preexec_fn: a preexec_fn runs Python between fork and exec, which deadlocks now and then
+    when the parent has other threads (the official client's, gRPC's) holding a lock at the
+    fork. Without setpriv the command runs unprotected."""
+    if SETPRIV is None:
+        return list(argv)
+    return [SETPRIV, "--pdeathsig", signal_name, "--", *argv]
+
+
 def die_with_parent() -> None:
-    """preexec_fn for child processes of tests and local clusters: the kernel sends the
-    child SIGTERM when its parent dies, so a killed test run leaks no servers (Linux)."""
+    """Ask the kernel to send this process SIGTERM when its parent dies (Linux); for a
+    process to call on itself, never as a preexec_fn (see dying_with_parent)."""
     if _LIBC is not None:
         _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 

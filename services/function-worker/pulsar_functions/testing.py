@@ -41,9 +41,8 @@ class InstanceProcess:
         self.config_path.write_text(json.dumps(self.function))
         log = open(self.log_path, "ab")  # noqa: SIM115 - the child owns it until it exits
         self.process = subprocess.Popen(
-            self.arguments(), stdout=log, stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
-            preexec_fn=testing.die_with_parent)  # noqa: PLW1509 (only prctl, no imports)
+            testing.dying_with_parent(self.arguments()), stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env})
         log.close()
         testing.wait_until(self.healthy, timeout_s, f"function instance (log {self.log_path})",
                            self.process)
@@ -160,9 +159,8 @@ class WorkerProcess:
             args += ["--conf", f"{key}={value}"]
         log = open(self.log_path, "ab")  # noqa: SIM115 - the child owns it until it exits
         self.process = subprocess.Popen(
-            args, stdout=log, stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            preexec_fn=testing.die_with_parent)  # noqa: PLW1509 (only prctl, no imports)
+            testing.dying_with_parent(args), stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"})
         log.close()
         testing.wait_until(lambda: testing.port_open(self.port), timeout_s,
                            f"functions worker (log {self.log_path})", self.process)

@@ -115,8 +115,8 @@ class BookieProcess:
         self._close_log()
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the child
         self.process = subprocess.Popen(
-            self.command(), stdout=self._log, stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=testing.die_with_parent,
+            testing.dying_with_parent(self.command()), stdout=self._log, stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         return self.process
 
