@@ -42,6 +42,30 @@ def read_everything(client: pulsar.Client, topic: str) -> list[bytes]:
     return values
 
 
+#: Inputs published before an instance is killed part way through them.
+TOTAL = 2000
+
+
+def killed_mid_stream(client: pulsar.Client, start_instance: Callable[..., Any],
+                      function: dict[str, Any], source: str, total: int) -> tuple[Any, int]:
+    """Publish total inputs, SIGKILL the instance once 200 are processed and start another:
+    (the new instance, how many the first had processed)."""
+    first = start_instance(IDENTITY, function)
+    producer = client.create_producer(source, batching_enabled=False, block_if_queue_full=True)
+    failed: list[Any] = []
+    for i in range(total):
+        producer.send_async(f"m{i}".encode(),
+                            lambda result, _id: failed.append(result) if result != pulsar.Result.Ok
+                            else None)
+    producer.flush()
+    assert not failed
+    wait_for(lambda: first.stats()["numSuccessfullyProcessed"] >= 200, 30, "a part processed")
+    processed_before_kill = int(first.stats()["numSuccessfullyProcessed"])
+    first.kill()
+    assert processed_before_kill < total
+    return start_instance(IDENTITY, function), processed_before_kill
+
+
 def backlog(standalone: broker_testing.StandaloneProcess, topic: str, subscription: str) -> int:
     local = topic.rsplit("/", 1)[1]
     stats = broker_testing.get_json(
@@ -57,25 +81,11 @@ def test_effectively_once_output_survives_a_sigkill_without_loss_or_duplicates(
     source, sink = names("in"), names("out")
     function = {"className": "user_function.identity", "inputs": [source], "output": sink,
                 "processingGuarantee": "EFFECTIVELY_ONCE", "subscriptionName": "eo"}
-    first = start_instance(IDENTITY, function)
-    producer = client.create_producer(source, batching_enabled=False, block_if_queue_full=True)
-    total = 2000
-    failed: list[Any] = []
-    for i in range(total):
-        producer.send_async(f"m{i}".encode(),
-                            lambda result, _id: failed.append(result) if result != pulsar.Result.Ok
-                            else None)
-    producer.flush()
-    assert not failed
-    wait_for(lambda: first.stats()["numSuccessfullyProcessed"] >= 200, 30, "a part processed")
-    processed_before_kill = first.stats()["numSuccessfullyProcessed"]
-    first.kill()
-    assert processed_before_kill < total
-    second = start_instance(IDENTITY, function)
+    second, _ = killed_mid_stream(client, start_instance, function, source, TOTAL)
     wait_for(lambda: backlog(standalone, source, "eo") == 0, 60, "every input acknowledged")
     outputs = read_everything(client, sink)
-    assert len(outputs) == total, f"{len(outputs)} outputs for {total} inputs"
-    assert outputs == [f"m{i}".encode() for i in range(total)]
+    assert len(outputs) == TOTAL, f"{len(outputs)} outputs for {TOTAL} inputs"
+    assert outputs == [f"m{i}".encode() for i in range(TOTAL)]
     assert second.stats()["numReceived"] > 0
 
 
@@ -87,22 +97,8 @@ def test_at_least_once_output_survives_a_sigkill_without_loss(
     out = client.subscribe(sink, "check", receiver_queue_size=5000)
     function = {"className": "user_function.identity", "inputs": [source], "output": sink,
                 "processingGuarantee": "ATLEAST_ONCE", "subscriptionName": "alo"}
-    first = start_instance(IDENTITY, function)
-    producer = client.create_producer(source, batching_enabled=False, block_if_queue_full=True)
-    total = 2000
-    failed: list[Any] = []
-    for i in range(total):
-        producer.send_async(f"m{i}".encode(),
-                            lambda result, _id: failed.append(result) if result != pulsar.Result.Ok
-                            else None)
-    producer.flush()
-    assert not failed
-    wait_for(lambda: first.stats()["numSuccessfullyProcessed"] >= 200, 30, "a part processed")
-    processed_before_kill = first.stats()["numSuccessfullyProcessed"]
-    first.kill()
-    assert processed_before_kill < total
-    second = start_instance(IDENTITY, function)
-    expected = {f"m{i}".encode() for i in range(total)}
+    second, processed_before_kill = killed_mid_stream(client, start_instance, function, source, TOTAL)
+    expected = {f"m{i}".encode() for i in range(TOTAL)}
     counts: collections.Counter[bytes] = collections.Counter()
     deadline = time.monotonic() + 60
     while not expected <= counts.keys() and time.monotonic() < deadline:
@@ -113,11 +109,11 @@ def test_at_least_once_output_survives_a_sigkill_without_loss(
         out.acknowledge(message)
         counts[message.data()] += 1
     missing = expected - counts.keys()
-    assert not missing, f"{len(missing)} of {total} inputs have no output, e.g. {sorted(missing)[:5]}"
+    assert not missing, f"{len(missing)} of {TOTAL} inputs have no output, e.g. {sorted(missing)[:5]}"
     assert set(counts) == expected
     wait_for(lambda: backlog(standalone, source, "alo") == 0, 30, "every input acknowledged")
-    duplicates = sum(counts.values()) - total
-    print(f"{total} inputs, {sum(counts.values())} outputs ({duplicates} duplicates), "
+    duplicates = sum(counts.values()) - TOTAL
+    print(f"{TOTAL} inputs, {sum(counts.values())} outputs ({duplicates} duplicates), "
           f"{processed_before_kill} processed before the SIGKILL")
     assert second.stats()["numReceived"] > 0
 
