@@ -17,13 +17,14 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
 
 from pulsar_common import config as common_config
 from pulsar_common import errors as common_errors
-from pulsar_common import log_limits
+from pulsar_common import log_config
 
 from pulsar_bookie import config as bookie_config
 from pulsar_bookie import errors
@@ -31,11 +32,15 @@ from pulsar_bookie.service import bookie
 
 log = logging.getLogger("pulsar_bookie")
 
+#: Apache's bin/pulsar reads the bookie's config file from this variable.
+CONF_ENV = "PULSAR_BOOKKEEPER_CONF"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
     """Declare `pulsar bookie`'s options; returns the runner the CLI calls."""
     parser.description = __doc__.split("\n\n")[0] if __doc__ else None
-    parser.add_argument("--config", "-c", help="bookkeeper.conf-style file (key=value)")
+    parser.add_argument("--config", "-c", default=os.environ.get(CONF_ENV) or None,
+                        help=f"bookkeeper.conf-style file (key=value; default: ${CONF_ENV})")
     parser.add_argument(
         "--conf", action="append", default=[], metavar="KEY=VALUE",
         help="override one setting (repeatable)",
@@ -43,6 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespa
     parser.add_argument(
         "--print-config", action="store_true", help="print the effective settings and exit"
     )
+    log_config.add_arguments(parser)
     return run
 
 
@@ -52,10 +58,7 @@ def load_config(args: argparse.Namespace) -> bookie_config.BookieConfig:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    log_limits.install()
+    log_config.configure_from(args)
     try:
         conf = load_config(args)
         if args.print_config:

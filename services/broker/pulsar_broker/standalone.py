@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import logging
 import pathlib
+import shutil
 from typing import Any
 
 from pulsar_bookie import config as bookie_config
@@ -35,6 +36,8 @@ from pulsar_broker.service.broker_service import BrokerService
 log = logging.getLogger(__name__)
 
 STANDALONE_NAMESPACES = ("public/default", "pulsar/system")
+#: What --wipe-data deletes: the standalone's own directories under --data-dir, nothing else.
+WIPED_SUBDIRECTORIES = ("metadata", "bookkeeper", "functions")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,12 +177,36 @@ async def run(data_dir: pathlib.Path, settings: StandaloneSettings, *,
     await lifecycle.run_until_signalled(start, standalone.stop)
 
 
-def main(args: Any) -> int:
-    overrides = common_config.parse_overrides(args.conf or [])
+def wipe_data(data_dir: pathlib.Path) -> list[pathlib.Path]:
+    """Delete what earlier runs stored under data_dir (Apache's --wipe-data); the removed paths."""
+    removed = []
+    for name in WIPED_SUBDIRECTORIES:
+        path = data_dir / name
+        if path.exists():
+            shutil.rmtree(path)
+            removed.append(path)
+    return removed
+
+
+def command_line_overrides(args: Any) -> dict[str, str]:
+    """Settings that Apache's standalone takes as flags; --conf given explicitly wins."""
+    overrides: dict[str, str] = {}
     if args.metadata_url:
         overrides["metadataStoreUrl"] = args.metadata_url
+    if getattr(args, "advertised_address", None):
+        overrides["advertisedAddress"] = args.advertised_address
+    if getattr(args, "bookkeeper_port", None) is not None:
+        overrides["bookiePort"] = str(args.bookkeeper_port)
+    overrides.update(common_config.parse_overrides(args.conf or []))
+    return overrides
+
+
+def main(args: Any) -> int:
     data_dir = pathlib.Path(args.data_dir).resolve()
-    settings = load_settings(data_dir, args.config, overrides)
+    if getattr(args, "wipe_data", False):
+        for path in wipe_data(data_dir):
+            log.info("--wipe-data: removed %s", path)
+    settings = load_settings(data_dir, args.config, command_line_overrides(args))
     try:
         import uvloop
         uvloop.install()

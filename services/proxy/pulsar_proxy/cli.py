@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import argparse
-import logging
+import os
 from collections.abc import Callable
 from typing import Any
 
+from pulsar_common import log_config
+
+#: Apache's bin/pulsar reads the proxy's config file from this variable.
+CONF_ENV = "PULSAR_PROXY_CONF"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> Callable[[Any], int]:
-    parser.add_argument("--config", "-c",
+    parser.add_argument("--config", "-c", default=os.environ.get(CONF_ENV) or None,
                         help="proxy.conf (Apache key names): metadataStoreUrl, or "
-                             "brokerServiceURL and brokerWebServiceURL, say where brokers are")
+                             "brokerServiceURL and brokerWebServiceURL, say where brokers are "
+                             f"(default: ${CONF_ENV})")
     parser.add_argument("--conf", action="append", metavar="KEY=VALUE",
                         help="override one setting, e.g. --conf servicePort=6651")
-    parser.add_argument("--log-level", default="info",
-                        choices=["debug", "info", "warning", "error"])
+    log_config.add_arguments(parser)
 
     def run(args: Any) -> int:
         import asyncio
@@ -24,8 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> Callable[[Any], int]:
 
         from pulsar_proxy import config, service
 
-        logging.basicConfig(level=getattr(logging, args.log_level.upper()),
-                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        log_config.configure_from(args)
         conf = config.load(args.config, common_config.parse_overrides(args.conf or []))
         try:
             import uvloop

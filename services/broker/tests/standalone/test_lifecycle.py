@@ -9,6 +9,8 @@ import urllib.request
 
 import pytest
 
+from pulsar_common import testing
+
 from pulsar_broker.testing import StandaloneProcess
 
 
@@ -46,5 +48,37 @@ def test_settings_come_from_a_broker_conf_file_with_apache_keys(tmp_path):
     node.start()
     try:
         assert _get(f"{node.web_url}/admin/v2/clusters") == ["my-laptop"]
+    finally:
+        node.stop()
+
+
+def test_apache_standalone_flags_advertised_address_bookie_port_and_wipe_data(tmp_path):
+    """`-a`, `--bookkeeper-port` and `--wipe-data` as Apache's `pulsar standalone` takes them;
+    `-nss` is accepted (there is no stream storage to turn off)."""
+    data = tmp_path / "data"
+    node = StandaloneProcess(data, {"journalSyncData": "false"})
+    node.overrides.pop("advertisedAddress")
+    node.overrides.pop("bookiePort")
+    node.extra_arguments = ["-a", "127.0.0.1", "--bookkeeper-port", str(node.bookie_port),
+                            "-nss", "-nfw"]
+    node.start()
+    try:
+        lookup = _get(f"{node.web_url}/lookup/v2/topic/persistent/public/default/flags")
+        assert lookup["brokerUrl"] == f"pulsar://127.0.0.1:{node.broker_port}"
+        assert testing.port_open(node.bookie_port)  # the embedded bookie took the flag's port
+        request = urllib.request.Request(
+            f"{node.web_url}/admin/v2/persistent/public/default/kept", method="PUT")
+        urllib.request.urlopen(request, timeout=10).close()
+        assert "persistent://public/default/kept" in _get(
+            f"{node.web_url}/admin/v2/persistent/public/default")
+    finally:
+        node.stop()
+
+    node.extra_arguments = [*node.extra_arguments, "--wipe-data"]
+    node.start()
+    try:
+        assert "persistent://public/default/kept" not in _get(
+            f"{node.web_url}/admin/v2/persistent/public/default")
+        assert _get(f"{node.web_url}/admin/v2/namespaces/public") == ["public/default"]
     finally:
         node.stop()

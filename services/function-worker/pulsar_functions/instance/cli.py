@@ -14,7 +14,6 @@ imports it only once the command runs.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import pathlib
 import re
@@ -23,7 +22,7 @@ import sys
 from collections.abc import Callable, Mapping
 
 from pulsar_common import errors as common_errors
-from pulsar_common import testing
+from pulsar_common import log_config, testing
 from pulsar_common.cli import extras
 
 from pulsar_functions import config, errors
@@ -63,6 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespa
     parser.add_argument("--work-dir", type=pathlib.Path, default=None,
                         help="where code fetched from pyLocation is kept (default: beside "
                         "the config)")
+    log_config.add_arguments(parser)
     return run
 
 
@@ -92,8 +92,7 @@ def run(args: argparse.Namespace) -> int:
     die_with_worker(os.environ)
     from pulsar_functions.instance import metrics, runner
 
-    logging.basicConfig(level=logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log_config.configure_from(args)
     try:
         function = config.loads(args.config.read_bytes())
     except OSError as exc:

@@ -9,11 +9,11 @@ overrides one. The official client wheel comes with the `functions` extra.
 from __future__ import annotations
 
 import argparse
-import logging
 from collections.abc import Callable
 
 from pulsar_common import config as common_config
 from pulsar_common import errors as common_errors
+from pulsar_common import log_config
 from pulsar_common.cli import extras
 
 from pulsar_functions.worker import config
@@ -23,8 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespa
     parser.add_argument("--config", "-c", help="functions_worker.conf (Apache key names)")
     parser.add_argument("--conf", action="append", metavar="KEY=VALUE",
                         help="override one setting, e.g. --conf workerPort=6751")
-    parser.add_argument("--log-level", default="info",
-                        choices=["debug", "info", "warning", "error"])
+    log_config.add_arguments(parser)
     return run
 
 
@@ -32,8 +31,7 @@ def run(args: argparse.Namespace) -> int:
     extras.require("functions", "pulsar")
     import asyncio
 
-    logging.basicConfig(level=getattr(logging, args.log_level.upper()),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log_config.configure_from(args)
     conf = common_config.load(config.WorkerConfig, args.config,
                               common_config.parse_overrides(args.conf or []))
     if not conf.metadata_store_url:

@@ -1,0 +1,101 @@
+"""`--log-level` and `--log-format` for every service, with Apache's environment conventions.
+
+Apache's images set the level with `PULSAR_LOG_LEVEL` (log4j names: trace,
+debug, info, warn, error, fatal, off); a pod configured that way runs ours
+unchanged. The flag wins over the variable. An unknown level, from either,
+is an argparse error naming the choices, never a traceback.
+
+`--log-format json` (or `PULSAR_LOG_FORMAT=json`) writes one JSON object per
+line (time, level, logger, message, and the exception when there is one),
+for log pipelines that parse lines; the default is plain text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import logging
+import os
+from collections.abc import Mapping
+
+from pulsar_common import log_limits
+
+LEVEL_ENV = "PULSAR_LOG_LEVEL"
+FORMAT_ENV = "PULSAR_LOG_FORMAT"
+
+#: log4j's level names (what Apache's scripts and charts pass) and Python's own, to
+#: logging levels. Python has no TRACE: it logs as DEBUG.
+LEVELS: Mapping[str, int] = {
+    "trace": logging.DEBUG,
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warn": logging.WARNING,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "fatal": logging.CRITICAL,
+    "critical": logging.CRITICAL,
+    "off": logging.CRITICAL + 10,
+}
+FORMATS = ("text", "json")
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def parse_level(text: str) -> str:
+    """argparse `type=` for a level name, case-insensitive; also applied to the default."""
+    name = text.strip().lower()
+    if name not in LEVELS:
+        raise argparse.ArgumentTypeError(
+            f"unknown log level {text!r} (choose from {', '.join(LEVELS)})")
+    return name
+
+
+def parse_format(text: str) -> str:
+    name = text.strip().lower()
+    if name not in FORMATS:
+        raise argparse.ArgumentTypeError(
+            f"unknown log format {text!r} (choose from {', '.join(FORMATS)})")
+    return name
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, default_level: str = "info",
+                  environ: Mapping[str, str] | None = None) -> None:
+    """Add --log-level and --log-format; their defaults come from the environment."""
+    env = os.environ if environ is None else environ
+    parser.add_argument(
+        "--log-level", type=parse_level, default=env.get(LEVEL_ENV) or default_level,
+        metavar="LEVEL",
+        help=f"{', '.join(LEVELS)} (default: ${LEVEL_ENV}, else {default_level})")
+    parser.add_argument(
+        "--log-format", type=parse_format, default=env.get(FORMAT_ENV) or "text",
+        metavar="FORMAT", help=f"text or json (default: ${FORMAT_ENV}, else text)")
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record: ts (UTC, ISO 8601), level, logger, message[, exception]."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, object] = {
+            "ts": datetime.datetime.fromtimestamp(record.created, datetime.timezone.utc)
+            .isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line, ensure_ascii=False)
+
+
+def configure(level: str, log_format: str = "text") -> None:
+    """Set up the root logger once, with the repeated-line limits every service uses."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter() if log_format == "json"
+                         else logging.Formatter(TEXT_FORMAT))
+    logging.basicConfig(level=LEVELS[level], handlers=[handler], force=True)
+    log_limits.install()
+
+
+def configure_from(args: argparse.Namespace) -> None:
+    """configure() from what add_arguments() parsed."""
+    configure(args.log_level, getattr(args, "log_format", "text"))
