@@ -23,3 +23,13 @@ def test_an_invalid_setting_is_a_clear_error_not_a_traceback(tmp_path):
     assert result.returncode == 2
     assert "subscriptionKeySharedUseConsistentHashing=true is not supported yet" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_pulsar_version_prints_the_installed_release():
+    import importlib.metadata
+
+    out = subprocess.run(
+        [sys.executable, "-m", "pulsar_common.cli.main", "version"],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    assert f"Current version of pulsar is: {importlib.metadata.version('pulsar-py')}" in out
