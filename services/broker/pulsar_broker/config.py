@@ -148,6 +148,72 @@ class BrokerConfig:
         "isSchemaValidationEnforced", False,
         "Refuse producers without schema on topics that have one")
 
+    # Load balancing (see pulsar_broker.loadbalance and docs/load-balancing.md).
+    load_balancer_enabled: bool = setting(
+        "loadBalancerEnabled", True,
+        "The leader broker sheds and splits bundles (off when an operator balances the cluster)")
+    load_balancer_shedding_enabled: bool = setting("loadBalancerSheddingEnabled", True)
+    load_balancer_shedding_interval_minutes: int = setting(
+        "loadBalancerSheddingIntervalMinutes", 1, "How often the leader plans unloads and splits")
+    load_balancer_shedding_interval_seconds: float = setting(
+        "loadBalancerSheddingIntervalSeconds", 0.0,
+        "pulsar-py only: when > 0, the planning interval in seconds instead of "
+        "loadBalancerSheddingIntervalMinutes")
+    load_balancer_shedding_grace_period_minutes: float = setting(
+        "loadBalancerSheddingGracePeriodMinutes", 30,
+        "A bundle moved by the balancer is not moved again within this time")
+    load_balancer_report_update_threshold_percentage: int = setting(
+        "loadBalancerReportUpdateThresholdPercentage", 10,
+        "A load report is written when a figure changed by more than this percentage")
+    load_balancer_report_update_min_interval_millis: int = setting(
+        "loadBalancerReportUpdateMinIntervalMillis", 5000,
+        "How often the broker samples its load (and at most how often it writes its report)")
+    load_balancer_report_update_max_interval_minutes: int = setting(
+        "loadBalancerReportUpdateMaxIntervalMinutes", 15,
+        "A load report is written at least this often, changed or not")
+    load_balancer_broker_threshold_shedder_percentage: int = setting(
+        "loadBalancerBrokerThresholdShedderPercentage", 10,
+        "A broker whose usage exceeds the cluster average by more than this sheds bundles")
+    load_balancer_history_resource_percentage: float = setting(
+        "loadBalancerHistoryResourcePercentage", 0.9,
+        "Weight of the previous usage in the smoothed usage (0: only the latest report)")
+    load_balancer_cpu_resource_weight: float = setting("loadBalancerCPUResourceWeight", 1.0)
+    load_balancer_memory_resource_weight: float = setting("loadBalancerMemoryResourceWeight", 1.0)
+    load_balancer_direct_memory_resource_weight: float = setting(
+        "loadBalancerDirectMemoryResourceWeight", 1.0)
+    load_balancer_bandwith_in_resource_weight: float = setting(
+        "loadBalancerBandwithInResourceWeight", 1.0)
+    load_balancer_bandwith_out_resource_weight: float = setting(
+        "loadBalancerBandwithOutResourceWeight", 1.0)
+    load_balancer_bundle_unload_min_throughput_threshold: float = setting(
+        "loadBalancerBundleUnloadMinThroughputThreshold", 10.0,
+        "A broker sheds only when it would move at least this many MB/s")
+    load_balancer_max_bundles_to_unload_per_cycle: int = setting(
+        "loadBalancerMaxBundlesToUnloadPerCycle", 8,
+        "pulsar-py only: most bundles the balancer unloads in one round")
+    load_balancer_override_broker_nic_speed_gbps: float = setting(
+        "loadBalancerOverrideBrokerNicSpeedGbps", 0.0,
+        "Bandwidth limit of the load report, Gbit/s (0: 10 Gbit/s)")
+    load_balancer_auto_bundle_split_enabled: bool = setting(
+        "loadBalancerAutoBundleSplitEnabled", True)
+    load_balancer_auto_unload_split_bundles_enabled: bool = setting(
+        "loadBalancerAutoUnloadSplitBundlesEnabled", True)
+    load_balancer_namespace_bundle_max_topics: int = setting(
+        "loadBalancerNamespaceBundleMaxTopics", 1000)
+    load_balancer_namespace_bundle_max_sessions: int = setting(
+        "loadBalancerNamespaceBundleMaxSessions", 1000, "Producers + consumers of a bundle")
+    load_balancer_namespace_bundle_max_msg_rate: int = setting(
+        "loadBalancerNamespaceBundleMaxMsgRate", 30000, "Messages in + out per second")
+    load_balancer_namespace_bundle_max_bandwidth_mbytes: int = setting(
+        "loadBalancerNamespaceBundleMaxBandwidthMbytes", 100, "MB in + out per second")
+    load_balancer_namespace_maximum_bundles: int = setting(
+        "loadBalancerNamespaceMaximumBundles", 128, "Splits stop at this many bundles")
+    load_balancer_max_number_of_bundles_to_split_per_cycle: int = setting(
+        "loadBalancerMaxNumberOfBundlesToSplitPerCycle", 10)
+    default_namespace_bundle_split_algorithm: str = setting(
+        "defaultNamespaceBundleSplitAlgorithm", "range_equally_divide",
+        "range_equally_divide or topic_count_equally_divide")
+
     def __post_init__(self) -> None:
         _validate(self)
 
@@ -201,6 +267,22 @@ def _validate(conf: BrokerConfig) -> None:
     if conf.message_expiry_check_interval_in_minutes <= 0:
         raise errors.ConfigError("messageExpiryCheckIntervalInMinutes must be positive")
     advertised.internal(advertised.parse(conf.advertised_listeners), conf.internal_listener_name)
+    _validate_load_balancer(conf)
+
+
+def _validate_load_balancer(conf: BrokerConfig) -> None:
+    if conf.default_namespace_bundle_split_algorithm not in ("range_equally_divide",
+                                                             "topic_count_equally_divide"):
+        raise errors.ConfigError("defaultNamespaceBundleSplitAlgorithm must be "
+                                 "range_equally_divide or topic_count_equally_divide")
+    if conf.load_balancer_report_update_min_interval_millis <= 0:
+        raise errors.ConfigError("loadBalancerReportUpdateMinIntervalMillis must be positive")
+    if conf.load_balancer_shedding_interval_minutes <= 0:
+        raise errors.ConfigError("loadBalancerSheddingIntervalMinutes must be positive")
+    if not 0.0 <= conf.load_balancer_history_resource_percentage < 1.0:
+        raise errors.ConfigError("loadBalancerHistoryResourcePercentage must be in [0, 1)")
+    if conf.load_balancer_namespace_maximum_bundles < 1:
+        raise errors.ConfigError("loadBalancerNamespaceMaximumBundles must be at least 1")
 
 
 def load(path: str | None, overrides: dict[str, str] | None = None) -> BrokerConfig:
