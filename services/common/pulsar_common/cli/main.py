@@ -38,6 +38,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                           "pulsar_functions.instance.cli:add_arguments"),
     "functions-worker": ("run a functions worker: the /admin/v3/functions API and instances",
                          "pulsar_functions.worker.cli:add_arguments"),
+    "tokens": ("create keys and JWTs for token authentication, show and validate tokens",
+               "pulsar_common.auth.tokens_cli:add_arguments"),
     "version": ("print the installed version", "pulsar_common.cli.version:add_arguments"),
 }
 
