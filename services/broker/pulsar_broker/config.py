@@ -214,6 +214,51 @@ class BrokerConfig:
         "defaultNamespaceBundleSplitAlgorithm", "range_equally_divide",
         "range_equally_divide or topic_count_equally_divide")
 
+    # Authentication and authorization (see pulsar_broker.security and docs/security.md).
+    authentication_enabled: bool = setting(
+        "authenticationEnabled", False,
+        "Clients must authenticate (binary CONNECT and HTTP) with one of authenticationProviders")
+    authentication_providers: tuple[str, ...] = setting(
+        "authenticationProviders", (),
+        "Provider class names (org.apache.pulsar.broker.authentication."
+        "AuthenticationProviderToken, ...Basic, ...Tls) or method names token, basic, tls")
+    authentication_refresh_check_seconds: int = setting(
+        "authenticationRefreshCheckSeconds", 60,
+        "How often live connections' credentials are checked for expiry; an expired one is "
+        "challenged (AUTH_CHALLENGE) and closed unless refreshed by the next check")
+    anonymous_user_role: str = setting(
+        "anonymousUserRole", "", "Role of clients without credentials (empty: refuse them)")
+    authorization_enabled: bool = setting(
+        "authorizationEnabled", False,
+        "Check roles against superUserRoles, tenant adminRoles and namespace/topic permissions")
+    authorization_provider: str = setting(
+        "authorizationProvider",
+        "org.apache.pulsar.broker.authorization.PulsarAuthorizationProvider",
+        "Only Apache's default provider is supported")
+    super_user_roles: tuple[str, ...] = setting(
+        "superUserRoles", (), "Roles allowed everything (comma separated)")
+    proxy_roles: tuple[str, ...] = setting(
+        "proxyRoles", (),
+        "Roles of proxies: their connections are authorized as the client they forward "
+        "(CONNECT original_principal)")
+    token_secret_key: str = setting(
+        "tokenSecretKey", "", "HMAC key of the token method: file:///path, data:;base64,... ")
+    token_public_key: str = setting(
+        "tokenPublicKey", "", "RSA or EC public key of the token method: file:///path, data:...")
+    token_public_alg: str = setting(
+        "tokenPublicAlg", "RS256", "Algorithm of tokenPublicKey (RS256, ES256, ...)")
+    token_auth_claim: str = setting(
+        "tokenAuthClaim", "", "Claim holding the role (empty: sub)")
+    token_audience_claim: str = setting(
+        "tokenAudienceClaim", "", "Claim holding the audiences (empty: not checked)")
+    token_audience: str = setting(
+        "tokenAudience", "", "Audience tokenAudienceClaim must contain")
+    token_allowed_clock_skew_seconds: int = setting(
+        "tokenAllowedClockSkewSeconds", 0, "Leeway on exp and nbf")
+    basic_auth_conf: str = setting(
+        "basicAuthConf", "",
+        "htpasswd-style users of the basic method: a path, file:///path, data:... or base64")
+
     def __post_init__(self) -> None:
         _validate(self)
 
