@@ -50,6 +50,9 @@ class BrokerConfig:
     max_message_size: int = setting(
         "maxMessageSize", 5 * ONE_MB, "Largest message (metadata + payload) accepted, bytes"
     )
+    expose_topic_level_metrics_in_prometheus: bool = setting(
+        "exposeTopicLevelMetricsInPrometheus", True,
+        "/metrics per topic and subscription (true) or summed per namespace (false)")
     allow_auto_topic_creation: bool = setting("allowAutoTopicCreation", True)
     allow_auto_topic_creation_type: str = setting(
         "allowAutoTopicCreationType", "non-partitioned", "non-partitioned or partitioned"

@@ -204,7 +204,7 @@ class PersistentTopic:
     ) -> None:
         if added.cancelled() or added.exception() is not None:
             return
-        hooks.record_add_entry_latency(self._metric_name, time.perf_counter() - started)
+        hooks.record_add_entry(self._metric_name, time.perf_counter() - started, size)
         producer.msg_in += num_messages
         producer.bytes_in += size
         self.msg_in += num_messages

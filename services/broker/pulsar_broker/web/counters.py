@@ -3,9 +3,11 @@
 A consumer counts the messages and bytes sent to it; when it disconnects its
 counts leave with it. An OutCounters remembers the last counts it saw for
 each consumer under a key (a topic, or a subscription) and keeps them as
-"retired" once the consumer is gone, so the totals never go backwards.
-Counts a consumer gathers between its last observation and its departure
-are missed; observations happen at every scrape and rate sample.
+"retired" once the consumer is gone, so the totals never go backwards. It
+keeps a reference to each consumer it saw, so a departed consumer is retired
+with its final counts, including what it gathered after the last
+observation. A consumer that comes and goes entirely between two
+observations (scrapes and rate samples) is not seen at all.
 """
 
 from __future__ import annotations
@@ -24,10 +26,10 @@ class OutCounters:
         """(messages, bytes) dispatched under key, including departed consumers."""
         current = {id(c): (c, int(c.msg_out), int(c.bytes_out)) for c in consumers}
         retired_msgs, retired_bytes = self._retired.get(key, (0, 0))
-        for consumer_id, (consumer, msgs, size) in self._seen.get(key, {}).items():
+        for consumer_id, (consumer, _, _) in self._seen.get(key, {}).items():
             if current.get(consumer_id, (None, 0, 0))[0] is not consumer:
-                retired_msgs += msgs
-                retired_bytes += size
+                retired_msgs += int(consumer.msg_out)
+                retired_bytes += int(consumer.bytes_out)
         self._retired[key] = (retired_msgs, retired_bytes)
         self._seen[key] = current
         self._observed.add(key)

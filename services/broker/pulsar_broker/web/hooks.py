@@ -10,23 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-#: (topic name, seconds) -> None
-LatencyRecorder = Callable[[str, float], None]
+#: (topic name, seconds the add took, entry size in bytes) -> None
+AddEntryRecorder = Callable[[str, float, int], None]
 
-_add_entry_recorders: list[LatencyRecorder] = []
+_add_entry_recorders: list[AddEntryRecorder] = []
 
 
-def record_add_entry_latency(topic: str, seconds: float) -> None:
-    """Call once per entry added to a topic's managed ledger, with the time the add took."""
+def record_add_entry(topic: str, seconds: float, size_bytes: int) -> None:
+    """Call once per entry added to a topic's managed ledger: the time the add took, its size."""
     for recorder in _add_entry_recorders:
-        recorder(topic, seconds)
+        recorder(topic, seconds, size_bytes)
 
 
-def add_add_entry_recorder(recorder: LatencyRecorder) -> None:
+def add_add_entry_recorder(recorder: AddEntryRecorder) -> None:
     _add_entry_recorders.append(recorder)
 
 
-def remove_add_entry_recorder(recorder: LatencyRecorder) -> None:
+def remove_add_entry_recorder(recorder: AddEntryRecorder) -> None:
     if recorder in _add_entry_recorders:
         _add_entry_recorders.remove(recorder)
 

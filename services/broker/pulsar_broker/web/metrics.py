@@ -1,16 +1,23 @@
-"""`GET /metrics`: the broker's metrics in Prometheus text format, produced through OpenTelemetry.
+"""`GET /metrics`: the broker's metrics in Prometheus text format, with Apache's names.
 
 Each application gets its own MeterProvider whose PrometheusMetricReader
 writes into a private prometheus_client registry (several brokers may live
 in one test process). Per-topic numbers are observable instruments read from
 the topics' own counters at scrape time, so publishing and dispatching cost
-nothing extra. The one exception is the add-entry latency histogram, which
-needs a sample per write: the publish path calls
-`pulsar_broker.web.hooks.record_add_entry_latency(topic, seconds)`.
+nothing extra. The one exception is the add-entry statistics (write latency
+and entry size buckets), which need a sample per write: the publish path
+calls `pulsar_broker.web.hooks.record_add_entry(topic, seconds, size)`,
+which costs a bisect and a few additions (entry_stats.py).
 
-Names and labels follow Apache's broker metrics: `pulsar_in_messages_total`,
-`pulsar_out_bytes_total`, `pulsar_msg_backlog`, `pulsar_storage_size`, ...
-with `cluster`, `namespace` and `topic` labels.
+Names and labels follow Apache's broker metrics (`pulsar_in_messages_total`,
+`pulsar_msg_backlog`, `pulsar_storage_backlog_size`,
+`pulsar_subscription_unacked_messages`, `pulsar_storage_write_latency_le_*`,
+`pulsar_entry_size_le_*`, ...) with `cluster`, `namespace` and `topic`
+labels. With `exposeTopicLevelMetricsInPrometheus=false` the same series are
+summed per namespace (labels `cluster`, `namespace`) and the subscription
+series are left out, as Apache does. `pulsar_topics_count` is always per
+namespace. The process's own `process_*` and `python_*` series come from
+prometheus_client's collectors (Apache's JVM exposes `jvm_*` instead).
 """
 
 from __future__ import annotations
@@ -28,12 +35,11 @@ from opentelemetry.sdk.resources import Resource
 
 from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.topics.persistent_topic import PersistentTopic
-from pulsar_broker.web import counters, hooks, rates
+from pulsar_broker.web import counters, entry_stats, hooks, rates
 
-#: Topics whose label sets are cached for the latency histogram; the cache restarts past this.
-LATENCY_LABEL_CACHE_MAX = 100_000
-#: Add-entry latency buckets in seconds (Apache's 0.5 ms ... 1 s steps).
-ADD_ENTRY_LATENCY_BUCKETS_S = (0.0005, 0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 1.0)
+#: Topics whose add-entry statistics are kept; statistics of unloaded topics are dropped at
+#: every scrape, and all of them past this many topics.
+ENTRY_STATS_TOPICS_MAX = 100_000
 
 #: The classic text exposition format every Prometheus version scrapes (what Apache serves).
 TEXT_FORMAT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -42,8 +48,20 @@ METRICS_KEY = web.AppKey("broker_metrics", object)
 
 
 @dataclass
+class SubscriptionSample:
+    """One subscription's numbers at scrape time (topic-level metrics only)."""
+
+    name: str
+    backlog: int
+    delayed: int
+    unacked_messages: int
+    blocked_on_unacked_messages: bool
+    rates: rates.Rates = field(default_factory=rates.Rates)
+
+
+@dataclass
 class TopicSample:
-    """One topic's numbers at scrape time."""
+    """One topic's numbers at scrape time, or a namespace's sums of them."""
 
     labels: dict[str, str]
     in_messages: int
@@ -51,108 +69,214 @@ class TopicSample:
     out_messages: int
     out_bytes: int
     backlog: int
+    backlog_size: int
     storage_size: int
     subscriptions: int
     producers: int
     consumers: int
+    delayed: int
     rates: rates.Rates = field(default_factory=rates.Rates)
-    subscription_backlogs: dict[str, int] = field(default_factory=dict)
+    entries: entry_stats.EntryStats = field(default_factory=entry_stats.EntryStats)
+    subscription_samples: list[SubscriptionSample] = field(default_factory=list)
+    #: entries.series() as a dict, filled once per scrape.
+    entry_series: dict[str, float] = field(default_factory=dict)
+
+    def add(self, other: TopicSample) -> None:
+        """Fold other (a topic of the same namespace) into these sums."""
+        for name in ("in_messages", "in_bytes", "out_messages", "out_bytes", "backlog",
+                     "backlog_size", "storage_size", "subscriptions", "producers", "consumers",
+                     "delayed"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.rates = rates.Rates(
+            self.rates.msg_rate_in + other.rates.msg_rate_in,
+            self.rates.msg_throughput_in + other.rates.msg_throughput_in,
+            self.rates.msg_rate_out + other.rates.msg_rate_out,
+            self.rates.msg_throughput_out + other.rates.msg_throughput_out)
+        self.entries.add(other.entries)
+
+
+_Read = Callable[[TopicSample], float]
+_ReadSubscription = Callable[[SubscriptionSample], float]
+
+#: Counters per topic (exposed with the _total suffix).
+TOPIC_COUNTERS: dict[str, tuple[str, _Read]] = {
+    "pulsar_in_messages": ("Messages published to the topic", lambda s: s.in_messages),
+    "pulsar_in_bytes": ("Bytes published to the topic", lambda s: s.in_bytes),
+    "pulsar_out_messages": ("Messages dispatched to consumers", lambda s: s.out_messages),
+    "pulsar_out_bytes": ("Bytes dispatched to consumers", lambda s: s.out_bytes),
+}
+#: Gauges per topic (or per namespace).
+TOPIC_GAUGES: dict[str, tuple[str, _Read]] = {
+    "pulsar_msg_backlog": ("Entries not yet acknowledged, over subscriptions",
+                           lambda s: s.backlog),
+    "pulsar_storage_backlog_size": ("Estimated bytes the slowest subscription has not "
+                                    "acknowledged", lambda s: s.backlog_size),
+    "pulsar_storage_size": ("Bytes stored for the topic", lambda s: s.storage_size),
+    "pulsar_storage_offloaded_size": ("Bytes offloaded to tiered storage (none here)",
+                                      lambda s: 0),
+    "pulsar_subscriptions_count": ("Subscriptions", lambda s: s.subscriptions),
+    "pulsar_producers_count": ("Connected producers", lambda s: s.producers),
+    "pulsar_consumers_count": ("Connected consumers", lambda s: s.consumers),
+    "pulsar_subscription_delayed": ("Messages held for delayed delivery", lambda s: s.delayed),
+    "pulsar_rate_in": ("Messages published per second", lambda s: s.rates.msg_rate_in),
+    "pulsar_rate_out": ("Messages dispatched per second", lambda s: s.rates.msg_rate_out),
+    "pulsar_throughput_in": ("Bytes published per second", lambda s: s.rates.msg_throughput_in),
+    "pulsar_throughput_out": ("Bytes dispatched per second",
+                              lambda s: s.rates.msg_throughput_out),
+}
+#: Gauges per subscription (topic-level metrics only).
+SUBSCRIPTION_GAUGES: dict[str, tuple[str, _ReadSubscription]] = {
+    "pulsar_subscription_back_log": ("Entries not yet acknowledged by the subscription",
+                                     lambda s: s.backlog),
+    "pulsar_subscription_delayed": ("Messages of the subscription held for delayed delivery",
+                                    lambda s: s.delayed),
+    "pulsar_subscription_unacked_messages": ("Messages dispatched and not yet acknowledged",
+                                             lambda s: s.unacked_messages),
+    "pulsar_subscription_blocked_on_unacked_messages": (
+        "1 when every consumer waits for acknowledgements (maxUnackedMessagesPerConsumer)",
+        lambda s: int(s.blocked_on_unacked_messages)),
+    "pulsar_subscription_msg_rate_out": ("Messages dispatched per second",
+                                         lambda s: s.rates.msg_rate_out),
+    "pulsar_subscription_msg_throughput_out": ("Bytes dispatched per second",
+                                               lambda s: s.rates.msg_throughput_out),
+}
+
+
+def _entry_series_reader(series: str) -> _Read:
+    return lambda sample: sample.entry_series[series]
 
 
 class BrokerMetrics:
     def __init__(self, service: BrokerService, tracker: rates.RateTracker) -> None:
         self.service = service
         self.tracker = tracker
+        self.topic_level = service.config.expose_topic_level_metrics_in_prometheus
         self.registry = prometheus_client.CollectorRegistry(auto_describe=False)
+        prometheus_client.ProcessCollector(registry=self.registry)
+        prometheus_client.PlatformCollector(registry=self.registry)
+        prometheus_client.GCCollector(registry=self.registry)
         self._reader = PrometheusMetricReader(
             disable_target_info=True, scope_info_enabled=False, registry=self.registry)
         self._provider = MeterProvider(
             metric_readers=[self._reader],
             resource=Resource.create({"service.name": "pulsar-broker"}))
         self._samples: list[TopicSample] = []
+        self._topics_per_namespace: dict[str, int] = {}
         self._out = counters.OutCounters()
-        self._latency_labels: dict[str, dict[str, str]] = {}
-        meter = self._provider.get_meter("pulsar_broker")
-        self._add_entry_latency = meter.create_histogram(
-            "pulsar_storage_write_latency", unit="s",
-            description="Time to add an entry to the managed ledger",
-            explicit_bucket_boundaries_advisory=ADD_ENTRY_LATENCY_BUCKETS_S)
-        self._observe_topics(meter)
+        self._entry_stats: dict[str, entry_stats.EntryStats] = {}
+        self._observe(self._provider.get_meter("pulsar_broker"))
 
-    def _observe_topics(self, meter: Any) -> None:
-        totals: dict[str, tuple[str, Callable[[TopicSample], float]]] = {
-            "pulsar_in_messages": ("Messages published to the topic", lambda s: s.in_messages),
-            "pulsar_in_bytes": ("Bytes published to the topic", lambda s: s.in_bytes),
-            "pulsar_out_messages": ("Messages dispatched to consumers", lambda s: s.out_messages),
-            "pulsar_out_bytes": ("Bytes dispatched to consumers", lambda s: s.out_bytes),
-        }
-        gauges: dict[str, tuple[str, Callable[[TopicSample], float]]] = {
-            "pulsar_msg_backlog": ("Entries not yet acknowledged, over subscriptions",
-                                   lambda s: s.backlog),
-            "pulsar_storage_size": ("Bytes stored for the topic", lambda s: s.storage_size),
-            "pulsar_subscriptions_count": ("Subscriptions", lambda s: s.subscriptions),
-            "pulsar_producers_count": ("Connected producers", lambda s: s.producers),
-            "pulsar_consumers_count": ("Connected consumers", lambda s: s.consumers),
-        }
-        rate_gauges: dict[str, tuple[str, Callable[[TopicSample], float]]] = {
-            "pulsar_rate_in": ("Messages published per second", lambda s: s.rates.msg_rate_in),
-            "pulsar_rate_out": ("Messages dispatched per second", lambda s: s.rates.msg_rate_out),
-            "pulsar_throughput_in": ("Bytes published per second",
-                                     lambda s: s.rates.msg_throughput_in),
-            "pulsar_throughput_out": ("Bytes dispatched per second",
-                                      lambda s: s.rates.msg_throughput_out),
-        }
-        for name, (description, read) in totals.items():
+    def _observe(self, meter: Any) -> None:
+        for name, (description, read) in TOPIC_COUNTERS.items():
             meter.create_observable_counter(name, [self._callback(read)], description=description)
-        for name, (description, read) in {**gauges, **rate_gauges}.items():
+        gauges = dict(TOPIC_GAUGES)
+        if self.topic_level:
+            # The subscription series of the same name carries the per-subscription split.
+            gauges.pop("pulsar_subscription_delayed")
+            for name, (description, read_sub) in SUBSCRIPTION_GAUGES.items():
+                meter.create_observable_gauge(name, [self._subscription_callback(read_sub)],
+                                              description=description)
+        for name, (description, read) in gauges.items():
             meter.create_observable_gauge(name, [self._callback(read)], description=description)
+        for series in entry_stats.series_names():
+            meter.create_observable_gauge(
+                series, [self._callback(_entry_series_reader(series))],
+                description="Entries added, by write latency (ms) or size (bytes) bucket")
         meter.create_observable_gauge(
-            "pulsar_subscription_back_log", [self._subscription_backlogs],
-            description="Entries not yet acknowledged by the subscription")
+            "pulsar_topics_count", [self._topics_count],
+            description="Topics of the namespace served by this broker")
+        meter.create_observable_gauge(
+            "pulsar_ml_count", [self._managed_ledgers_count],
+            description="Managed ledgers open on this broker")
 
-    def _callback(self, read: Callable[[TopicSample], float]
-                  ) -> Callable[[CallbackOptions], Iterable[Observation]]:
+    def _managed_ledgers_count(self, options: CallbackOptions) -> Iterable[Observation]:
+        return [Observation(len(self.service.loaded_topics), self._cluster_labels())]
+
+    def _cluster_labels(self) -> dict[str, str]:
+        return {"cluster": self.service.config.cluster_name}
+
+    def _callback(self, read: _Read) -> Callable[[CallbackOptions], Iterable[Observation]]:
         def observe(options: CallbackOptions) -> Iterable[Observation]:
             return [Observation(read(sample), sample.labels) for sample in self._samples]
         return observe
 
-    def _subscription_backlogs(self, options: CallbackOptions) -> Iterable[Observation]:
-        return [Observation(backlog, {**sample.labels, "subscription": name})
-                for sample in self._samples
-                for name, backlog in sample.subscription_backlogs.items()]
+    def _subscription_callback(self, read: _ReadSubscription
+                               ) -> Callable[[CallbackOptions], Iterable[Observation]]:
+        def observe(options: CallbackOptions) -> Iterable[Observation]:
+            return [Observation(read(sub), {**sample.labels, "subscription": sub.name})
+                    for sample in self._samples for sub in sample.subscription_samples]
+        return observe
 
-    def _labels(self, topic: str, namespace: str) -> dict[str, str]:
-        return {"cluster": self.service.config.cluster_name, "namespace": namespace,
-                "topic": topic}
+    def _topics_count(self, options: CallbackOptions) -> Iterable[Observation]:
+        return [Observation(count, {**self._cluster_labels(), "namespace": namespace})
+                for namespace, count in self._topics_per_namespace.items()]
 
-    def observe_add_entry(self, topic: str, seconds: float) -> None:
-        labels = self._latency_labels.get(topic)
-        if labels is None:
-            if len(self._latency_labels) >= LATENCY_LABEL_CACHE_MAX:
-                self._latency_labels.clear()
-            namespace = topic.split("://", 1)[-1].rsplit("/", 1)[0]
-            labels = self._latency_labels[topic] = self._labels(topic, namespace)
-        self._add_entry_latency.record(seconds, labels)
+    def observe_add_entry(self, topic: str, seconds: float, size_bytes: int) -> None:
+        stats = self._entry_stats.get(topic)
+        if stats is None:
+            if len(self._entry_stats) >= ENTRY_STATS_TOPICS_MAX:
+                self._entry_stats.clear()
+            stats = self._entry_stats[topic] = entry_stats.EntryStats()
+        stats.record(seconds * 1000.0, size_bytes)
 
     def _sample(self, topic: PersistentTopic) -> TopicSample:
+        name = str(topic.name)
         subscriptions = list(topic.subscriptions.values())
-        backlogs = {s.name: s.cursor.number_of_entries_in_backlog for s in subscriptions}
         everyone = [c for s in subscriptions for c in s.consumers]
-        out_messages, out_bytes = self._out.totals(str(topic.name), everyone)
+        out_messages, out_bytes = self._out.totals(name, everyone)
+        subscription_samples = [self._sample_subscription(name, s) for s in subscriptions]
         return TopicSample(
-            labels=self._labels(str(topic.name), str(topic.name.namespace_name)),
+            labels={**self._cluster_labels(), "namespace": str(topic.name.namespace_name),
+                    "topic": name},
             in_messages=topic.msg_in, in_bytes=topic.bytes_in,
             out_messages=out_messages, out_bytes=out_bytes,
-            backlog=sum(backlogs.values()), storage_size=topic.ledger.total_size,
+            backlog=sum(s.backlog for s in subscription_samples),
+            backlog_size=topic.backlog_size(), storage_size=topic.ledger.total_size,
             subscriptions=len(subscriptions), producers=len(topic.producers),
-            consumers=sum(len(s.consumers) for s in subscriptions),
-            rates=self.tracker.topic_rates(str(topic.name)),
-            subscription_backlogs=backlogs)
+            consumers=len(everyone), delayed=sum(s.delayed for s in subscription_samples),
+            rates=self.tracker.topic_rates(name),
+            entries=self._entry_stats.get(name) or entry_stats.EntryStats(),
+            subscription_samples=subscription_samples)
+
+    def _sample_subscription(self, topic: str, subscription: Any) -> SubscriptionSample:
+        consumers = list(subscription.consumers)
+        return SubscriptionSample(
+            name=subscription.name,
+            backlog=subscription.cursor.number_of_entries_in_backlog,
+            delayed=subscription.dispatcher.delayed_count(),
+            unacked_messages=sum(c.unacked_messages for c in consumers),
+            blocked_on_unacked_messages=bool(consumers) and all(
+                c.blocked_on_unacked for c in consumers),
+            rates=self.tracker.subscription_rates(topic, subscription.name))
+
+    def _by_namespace(self, samples: list[TopicSample]) -> list[TopicSample]:
+        sums: dict[str, TopicSample] = {}
+        for sample in samples:
+            namespace = sample.labels["namespace"]
+            total = sums.get(namespace)
+            if total is None:
+                total = sums[namespace] = TopicSample(
+                    labels={**self._cluster_labels(), "namespace": namespace},
+                    in_messages=0, in_bytes=0, out_messages=0, out_bytes=0, backlog=0,
+                    backlog_size=0, storage_size=0, subscriptions=0, producers=0, consumers=0,
+                    delayed=0)
+            total.add(sample)
+        return list(sums.values())
 
     def render(self) -> bytes:
         topics = self.service.loaded_topics
-        self._samples = [self._sample(topic) for topic in topics]
+        samples = [self._sample(topic) for topic in topics]
         self._out.end_pass()
+        loaded = {sample.labels["topic"] for sample in samples}
+        for name in [name for name in self._entry_stats if name not in loaded]:
+            del self._entry_stats[name]
+        self._topics_per_namespace = {}
+        for sample in samples:
+            namespace = sample.labels["namespace"]
+            self._topics_per_namespace[namespace] = self._topics_per_namespace.get(namespace, 0) + 1
+        self._samples = samples if self.topic_level else self._by_namespace(samples)
+        for sample in self._samples:
+            sample.entry_series = dict(sample.entries.series())
         try:
             return prometheus_client.generate_latest(self.registry)
         finally:

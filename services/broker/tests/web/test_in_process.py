@@ -17,16 +17,21 @@ from pulsar_broker.web import hooks, rates, stats
 from pulsar_common import naming, testing
 
 
-@pytest.fixture
-async def running(tmp_path: pathlib.Path) -> AsyncIterator[standalone_module.Standalone]:
+def in_process_standalone(tmp_path: pathlib.Path, **settings: str) -> standalone_module.Standalone:
     overrides = {"brokerServicePort": str(testing.free_port()),
                  "webServicePort": str(testing.free_port()),
                  "bookiePort": str(testing.free_port()),
                  "advertisedAddress": "127.0.0.1", "bindAddress": "127.0.0.1",
-                 "journalSyncData": "false"}
+                 "journalSyncData": "false", **settings}
     data_dir = tmp_path / "data"
-    settings = standalone_module.load_settings(data_dir, None, overrides)
-    instance = standalone_module.Standalone(data_dir, settings)
+    return standalone_module.Standalone(
+        data_dir, standalone_module.load_settings(data_dir, None, overrides),
+        functions_worker=False)
+
+
+@pytest.fixture
+async def running(tmp_path: pathlib.Path) -> AsyncIterator[standalone_module.Standalone]:
+    instance = in_process_standalone(tmp_path)
     await instance.start()
     try:
         yield instance
@@ -34,25 +39,64 @@ async def running(tmp_path: pathlib.Path) -> AsyncIterator[standalone_module.Sta
         await instance.stop()
 
 
-async def test_add_entry_latency_hook_feeds_the_histogram(
+async def test_without_topic_level_metrics_the_series_are_summed_per_namespace(
+        tmp_path: pathlib.Path) -> None:
+    instance = in_process_standalone(tmp_path, exposeTopicLevelMetricsInPrometheus="false")
+    await instance.start()
+    assert instance.service is not None
+    client = pulsar.Client(instance.service.broker_service_url,
+                           logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
+    try:
+        for name in ("a", "b"):
+            producer = await asyncio.to_thread(
+                client.create_producer, f"persistent://public/default/{name}",
+                batching_enabled=False)
+            for _ in range(3):
+                await asyncio.to_thread(producer.send, b"m")
+        url = f"{instance.service.web_service_url}/metrics"
+        async with aiohttp.ClientSession() as session, session.get(url) as response:
+            text = await response.text()
+    finally:
+        await asyncio.to_thread(client.close)
+        await instance.stop()
+    samples = [s for family in text_string_to_metric_families(text) for s in family.samples]
+    assert not [s for s in samples if "topic" in s.labels or "subscription" in s.labels]
+    public = {s.name: s.value for s in samples if s.labels.get("namespace") == "public/default"}
+    assert public["pulsar_in_messages_total"] == 6
+    assert public["pulsar_producers_count"] == 2
+    assert public["pulsar_topics_count"] == 2
+    assert public["pulsar_storage_write_latency_count"] == 6
+
+
+async def test_add_entry_hook_feeds_apaches_latency_and_size_buckets(
         running: standalone_module.Standalone) -> None:
     assert running.service is not None
     topic = "persistent://public/default/latency"
-    hooks.record_add_entry_latency(topic, 0.003)
-    hooks.record_add_entry_latency(topic, 0.3)
-    url = f"{running.service.web_service_url}/metrics"
-    async with aiohttp.ClientSession() as session, session.get(url) as response:
-        text = await response.text()
-    samples = {
-        (s.name, s.labels.get("le")): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-        if s.labels.get("topic") == topic
-    }
-    assert samples[("pulsar_storage_write_latency_seconds_count", None)] == 2
-    assert samples[("pulsar_storage_write_latency_seconds_bucket", "0.005")] == 1
-    assert samples[("pulsar_storage_write_latency_seconds_bucket", "1.0")] == 2
-    assert samples[("pulsar_storage_write_latency_seconds_sum", None)] == pytest.approx(0.303)
+    client = pulsar.Client(running.service.broker_service_url,
+                           logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
+    try:  # The statistics of a topic are kept while it is loaded.
+        producer = await asyncio.to_thread(client.create_producer, topic)
+        hooks.record_add_entry(topic, 0.003, 100)
+        hooks.record_add_entry(topic, 0.3, 3000)
+        hooks.record_add_entry(topic, 2.0, 2_000_000)
+        url = f"{running.service.web_service_url}/metrics"
+        async with aiohttp.ClientSession() as session, session.get(url) as response:
+            text = await response.text()
+        await asyncio.to_thread(producer.close)
+    finally:
+        await asyncio.to_thread(client.close)
+    samples = {s.name: s.value for family in text_string_to_metric_families(text)
+               for s in family.samples if s.labels.get("topic") == topic}
+    assert samples["pulsar_storage_write_latency_le_5"] == 1  # 3 ms: in (1 ms, 5 ms]
+    assert samples["pulsar_storage_write_latency_le_1000"] == 1  # 300 ms
+    assert samples["pulsar_storage_write_latency_le_overflow"] == 1  # 2 s
+    assert samples["pulsar_storage_write_latency_le_0_5"] == 0
+    assert samples["pulsar_storage_write_latency_count"] == 3
+    assert samples["pulsar_storage_write_latency_sum"] == pytest.approx(2303.0)
+    assert samples["pulsar_entry_size_le_128"] == 1
+    assert samples["pulsar_entry_size_le_4_kb"] == 1
+    assert samples["pulsar_entry_size_le_overflow"] == 1
+    assert samples["pulsar_entry_size_sum"] == 2_003_100
 
 
 async def test_a_cleaned_up_app_no_longer_receives_latency_samples(

@@ -1,0 +1,105 @@
+"""/metrics against Apache's metric reference: names, types, labels, and counts that survive
+consumer churn."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pulsar
+from prometheus_client.parser import text_string_to_metric_families
+
+if TYPE_CHECKING:
+    from conftest import Http
+
+#: Apache's broker series (reference-metrics: topic, namespace, subscription, managed ledger
+#: cache sections) that this broker serves, with their Prometheus types and scope.
+APACHE_TOPIC_SERIES = {
+    "pulsar_subscriptions_count": "gauge", "pulsar_producers_count": "gauge",
+    "pulsar_consumers_count": "gauge", "pulsar_rate_in": "gauge", "pulsar_rate_out": "gauge",
+    "pulsar_throughput_in": "gauge", "pulsar_throughput_out": "gauge",
+    "pulsar_storage_size": "gauge", "pulsar_storage_backlog_size": "gauge",
+    "pulsar_storage_offloaded_size": "gauge", "pulsar_msg_backlog": "gauge",
+    "pulsar_in_bytes_total": "counter", "pulsar_in_messages_total": "counter",
+    "pulsar_out_bytes_total": "counter", "pulsar_out_messages_total": "counter",
+    **{f"pulsar_storage_write_latency_le_{b}": "gauge"
+       for b in ("0_5", "1", "5", "10", "20", "50", "100", "200", "1000", "overflow")},
+    "pulsar_storage_write_latency_count": "gauge", "pulsar_storage_write_latency_sum": "gauge",
+    **{f"pulsar_entry_size_le_{b}": "gauge"
+       for b in ("128", "512", "1_kb", "2_kb", "4_kb", "16_kb", "100_kb", "1_mb", "overflow")},
+    "pulsar_entry_size_count": "gauge", "pulsar_entry_size_sum": "gauge",
+}
+APACHE_SUBSCRIPTION_SERIES = {
+    "pulsar_subscription_back_log", "pulsar_subscription_delayed",
+    "pulsar_subscription_unacked_messages", "pulsar_subscription_blocked_on_unacked_messages",
+    "pulsar_subscription_msg_rate_out", "pulsar_subscription_msg_throughput_out",
+}
+APACHE_NAMESPACE_SERIES = {"pulsar_topics_count"}
+APACHE_CLUSTER_SERIES = {"pulsar_ml_count"}
+#: Series of our own process (prometheus_client's collectors; Apache's JVM has jvm_* instead).
+PROCESS_SERIES = {"process_resident_memory_bytes", "process_cpu_seconds_total",
+                  "process_open_fds", "python_info"}
+
+
+def scrape(http: Http) -> list[Any]:
+    return list(text_string_to_metric_families(http.get("/metrics").body.decode()))
+
+
+def test_the_series_are_apaches_names_types_and_labels(http: Http, client: pulsar.Client,
+                                                        unique: str) -> None:
+    topic = f"persistent://public/default/names-{unique}"
+    consumer = client.subscribe(topic, "sub")
+    producer = client.create_producer(topic, batching_enabled=False)
+    for _ in range(3):
+        producer.send(b"y" * 50)
+    consumer.receive(10_000)  # one received, none acknowledged: unacked messages
+    families = scrape(http)
+    samples = [s for family in families for s in family.samples]
+    topic_samples = {s.name: s for s in samples if s.labels.get("topic") == topic}
+    for name, kind in APACHE_TOPIC_SERIES.items():
+        assert name in topic_samples, name
+        family = next(f for f in families if name.startswith(f.name))
+        assert family.type == kind, (name, family.type)
+        if name not in APACHE_SUBSCRIPTION_SERIES:
+            assert set(topic_samples[name].labels) == {"cluster", "namespace", "topic"}, name
+    for name in APACHE_SUBSCRIPTION_SERIES:
+        sub = [s for s in samples if s.name == name and s.labels.get("topic") == topic]
+        assert [s.labels["subscription"] for s in sub] == ["sub"], name
+    unacked = next(s for s in samples if s.name == "pulsar_subscription_unacked_messages"
+                   and s.labels.get("topic") == topic)
+    assert unacked.value >= 1
+    assert topic_samples["pulsar_storage_backlog_size"].value > 0
+    topics_count = [s for s in samples if s.name == "pulsar_topics_count"
+                    and s.labels.get("namespace") == "public/default"]
+    assert len(topics_count) == 1 and topics_count[0].value >= 1
+    assert set(topics_count[0].labels) == {"cluster", "namespace"}
+    names = {s.name for s in samples}
+    assert APACHE_CLUSTER_SERIES | PROCESS_SERIES <= names
+    # Nothing named pulsar_* that Apache does not have.
+    ours = {n for n in names if n.startswith("pulsar_")}
+    known = (set(APACHE_TOPIC_SERIES) | APACHE_SUBSCRIPTION_SERIES | APACHE_NAMESPACE_SERIES
+             | APACHE_CLUSTER_SERIES | {"pulsar_subscription_delayed"})
+    assert ours <= known, ours - known
+    producer.close()
+    consumer.close()
+
+
+def test_out_counters_keep_what_a_consumer_received_after_the_last_scrape(
+        http: Http, client: pulsar.Client, unique: str) -> None:
+    topic = f"persistent://public/default/churn-{unique}"
+    consumer = client.subscribe(topic, "sub")
+    producer = client.create_producer(topic, batching_enabled=False)
+    for _ in range(5):
+        producer.send(b"z")
+    for _ in range(2):
+        consumer.acknowledge(consumer.receive(10_000))
+
+    def out_messages() -> float:
+        return next(s.value for f in scrape(http) for s in f.samples
+                    if s.name == "pulsar_out_messages_total" and s.labels.get("topic") == topic)
+
+    assert out_messages() >= 2
+    for _ in range(3):
+        consumer.acknowledge(consumer.receive(10_000))
+    consumer.close()  # gone before the next scrape, with 5 dispatched in all
+    assert out_messages() == 5
+    producer.close()
