@@ -14,20 +14,61 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from pulsar_broker.managed_ledger import api, errors, metadata, ranges
-
-if TYPE_CHECKING:
-    from pulsar_broker.managed_ledger import ledger as ledger_module
+from pulsar_broker.managed_ledger import api, config, errors, layout, metadata, ranges
 
 log = logging.getLogger(__name__)
+
+
+class CursorLedger(Protocol):
+    """What a cursor needs from its managed ledger (and nothing more)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def config(self) -> config.ManagedLedgerConfig: ...
+
+    @property
+    def layout(self) -> layout.LedgerLayout: ...
+
+    @property
+    def last_confirmed_entry(self) -> api.Position: ...
+
+    @property
+    def first_position(self) -> api.Position: ...
+
+    @property
+    def is_terminated(self) -> bool: ...
+
+    @property
+    def is_closed(self) -> bool: ...
+
+    def now_ms(self) -> int: ...
+
+    async def read_entry(self, position: api.Position) -> api.Entry: ...
+
+    async def read_positions(
+        self, positions: Sequence[api.Position], max_bytes: int | None = None
+    ) -> list[api.Entry]: ...
+
+    def wait_for_entries(self) -> asyncio.Future[None]:
+        """Resolves on the next added entry (or when the ledger closes or terminates)."""
+
+    def schedule_trim(self) -> None:
+        """A durable cursor's mark-delete position moved."""
+
+    async def write_cursor(self, name: str, info: metadata.CursorInfo, expected_version: int) -> int:
+        """Persist a durable cursor by CAS; a lost CAS fences the managed ledger."""
+
+    def cursor_closed(self, closed: ManagedCursorImpl) -> None: ...
 
 
 class ManagedCursorImpl:
     def __init__(
         self,
-        ledger: ledger_module.ManagedLedgerImpl,
+        ledger: CursorLedger,
         name: str,
         mark_delete: api.Position,
         *,
@@ -53,7 +94,7 @@ class ManagedCursorImpl:
 
     @classmethod
     async def create(
-        cls, ledger: ledger_module.ManagedLedgerImpl, name: str, mark_delete: api.Position
+        cls, ledger: CursorLedger, name: str, mark_delete: api.Position
     ) -> ManagedCursorImpl:
         """A new durable cursor, persisted before it is returned."""
         created = cls(ledger, name, mark_delete, durable=True, version=-1)
@@ -64,7 +105,7 @@ class ManagedCursorImpl:
     @classmethod
     def recover(
         cls,
-        ledger: ledger_module.ManagedLedgerImpl,
+        ledger: CursorLedger,
         name: str,
         info: metadata.CursorInfo,
         version: int,
@@ -352,11 +393,7 @@ class ManagedCursorImpl:
             )
             expected = -1 if self._version is None else self._version
             try:
-                self._version = await self._ledger.meta.write_cursor(self._name, info, expected)
-            except errors.MetadataVersionError as exc:
-                self._dirty = True
-                self._ledger.fence(f"cursor {self._name}: {exc}")
-                raise
+                self._version = await self._ledger.write_cursor(self._name, info, expected)
             except BaseException:
                 self._dirty = True
                 raise

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+import pytest
 from pulsar_bookie.client import ledger_metadata
-from pulsar_broker.managed_ledger import api, trimming
+from pulsar_broker.managed_ledger import api, config, ledger_list, trimming
 
 NAME = "public/default/persistent/trimmed"
 
@@ -54,7 +56,7 @@ async def test_trimming_follows_mark_delete_on_its_own(make_stack: Any) -> None:
     sub = await ml.open_cursor("sub", api.InitialPosition.EARLIEST)
     p = [await ml.add_entry(b"%d" % i) for i in range(4)]
     await sub.mark_delete(p[1])
-    await ml._trim_task
+    await ml.wait_trimmed()
     assert p[0].ledger_id not in [info.ledger_id for info in ml.ledgers]
 
 
@@ -125,3 +127,27 @@ async def test_a_reader_behind_trimmed_ledgers_moves_on_to_what_still_exists(
     await ml.trim_consumed_ledgers()
     assert [e.position for e in await reader.read_entries(10)] == p[4:]
     assert reader.number_of_entries_in_backlog == 2
+
+
+MINUTE_MS = 60_000
+
+
+@pytest.mark.parametrize(
+    ("entries", "size", "age_ms", "full"),
+    [
+        (0, 0, 10**9, False),  # an empty ledger is never rolled over, however old
+        (10, 0, 0, False),  # full by entries but younger than the minimum rollover time
+        (10, 0, MINUTE_MS, True),  # full by entries and old enough
+        (1, 2**20, MINUTE_MS, True),  # full by size and old enough
+        (1, 1, MINUTE_MS, False),  # old enough, not full
+        (1, 1, 5 * MINUTE_MS, True),  # as old as the maximum rollover time
+    ],
+)
+def test_a_ledger_is_full_by_entries_or_size_once_old_enough_or_by_age_alone(
+    entries: int, size: int, age_ms: int, full: bool
+) -> None:
+    settings = dataclasses.replace(
+        config.ManagedLedgerConfig(), max_entries_per_ledger=10, max_size_per_ledger_mbytes=1,
+        min_ledger_rollover_time_minutes=1, max_ledger_rollover_time_minutes=5,
+    )
+    assert ledger_list.is_full(settings, entries, size, age_ms) is full

@@ -1,0 +1,229 @@
+"""The add pipeline of a managed ledger: adds queued, written, completed in call order.
+
+An add is accepted into a bounded queue (PENDING_ADDS_MAX with the ones in
+flight), handed to the ledger its owner names when it may be written, and
+completed strictly in the order adds were made, as soon as it and every
+earlier add are done, whatever order the bookies answer in. The pipeline does
+not know about ledger lists or rollover: its owner (an `AddTarget`) says
+where an add goes now, or that adds must wait; it is told of each durable
+entry and of each failed write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import functools
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Protocol
+
+from pulsar_bookie.client import api as client_api
+
+from pulsar_broker.managed_ledger import api, errors
+
+#: Adds accepted but not yet completed (queued during a rollover or in flight) per managed
+#: ledger; beyond it add_entry fails at once with a retriable TooManyPendingAddsError.
+PENDING_ADDS_MAX = 100_000
+
+
+@dataclass(eq=False)
+class AddOp:
+    data: bytes
+    future: asyncio.Future[api.Position]
+    #: When add_entry accepted it (now_ms), for managedLedgerAddEntryTimeoutSeconds.
+    accepted_ms: int = 0
+    position: api.Position | None = None
+    error: BaseException | None = None
+    done: bool = False
+
+
+class AddTarget(Protocol):
+    """The owner of a pipeline: where adds go, and what becomes of them."""
+
+    def handle_for(self, size_bytes: int) -> client_api.WriteHandle | None:
+        """The ledger an add of this size is written to now (counted as started there),
+        or None while adds must wait (a rollover runs, or adds are not taken)."""
+
+    def write_failed(
+        self, handle: client_api.WriteHandle, failure: BaseException
+    ) -> errors.ManagedLedgerError:
+        """A write to handle failed: react (fence, roll over) and say what the add gets."""
+
+    def entry_added(self, position: api.Position, data: bytes) -> None:
+        """An add became durable, in call order."""
+
+    def entries_added(self) -> None:
+        """A run of completions ended with at least one durable entry (wake readers)."""
+
+
+class AddPipeline:
+    def __init__(
+        self,
+        name: str,
+        target: AddTarget,
+        now_ms: Callable[[], int],
+        spawn: Callable[[Coroutine[object, object, None]], None],
+    ):
+        self._name = name
+        self._target = target
+        self._now_ms = now_ms
+        self._spawn = spawn
+        self._queue: collections.deque[AddOp] = collections.deque()
+        self._inflight: collections.deque[AddOp] = collections.deque()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        #: Whether something besides adds (a rollover) keeps the pipeline busy.
+        self._held = False
+
+    @property
+    def waiting(self) -> int:
+        """Adds queued, not yet handed to a ledger."""
+        return len(self._queue)
+
+    @property
+    def in_flight(self) -> bool:
+        return bool(self._inflight)
+
+    def accept(self, data: bytes) -> asyncio.Future[api.Position]:
+        if len(self._queue) + len(self._inflight) >= PENDING_ADDS_MAX:
+            raise errors.TooManyPendingAddsError(
+                f"{self._name}: {PENDING_ADDS_MAX} adds are already pending"
+            )
+        op = AddOp(data if type(data) is bytes else bytes(data),
+                   asyncio.get_running_loop().create_future(), self._now_ms())
+        self._queue.append(op)
+        self._idle.clear()
+        self.pump()
+        return op.future
+
+    def pump(self) -> None:
+        """Hand queued adds to the ledger the target names, while it names one."""
+        while self._queue:
+            handle = self._target.handle_for(len(self._queue[0].data))
+            if handle is None:
+                break
+            op = self._queue.popleft()
+            self._inflight.append(op)
+            self._start_write(op, handle)
+        self.update_idle()
+
+    def hold(self, held: bool) -> None:
+        """Keep wait_idle waiting (a rollover runs) or let it go."""
+        self._held = held
+        self.update_idle()
+
+    def _start_write(self, op: AddOp, handle: client_api.WriteHandle) -> None:
+        """Hand the entry to the ledger; a handle with `append_future` needs no task per entry."""
+        append_future: Callable[[bytes], asyncio.Future[int]] | None = getattr(
+            handle, "append_future", None
+        )
+        if append_future is None:
+            self._spawn(self._write(op, handle))
+            return
+        try:
+            written = append_future(op.data)
+        except Exception as exc:  # noqa: BLE001 - refused at once: the same as a failed write
+            self._write_done(op, handle, None, exc)
+            return
+        written.add_done_callback(functools.partial(self._on_written, op, handle))
+
+    def _on_written(
+        self, op: AddOp, handle: client_api.WriteHandle, written: asyncio.Future[int]
+    ) -> None:
+        if written.cancelled():
+            self._write_done(op, handle, None, errors.ManagedLedgerWriteError("add cancelled"))
+            return
+        failure = written.exception()
+        if failure is None:
+            self._write_done(op, handle, written.result(), None)
+        else:
+            self._write_done(op, handle, None, failure)
+
+    async def _write(self, op: AddOp, handle: client_api.WriteHandle) -> None:
+        try:
+            entry_id = await handle.append(op.data)
+        except Exception as exc:  # noqa: BLE001 - any failure of the write breaks this ledger
+            self._write_done(op, handle, None, exc)
+            return
+        self._write_done(op, handle, entry_id, None)
+
+    def _write_done(
+        self,
+        op: AddOp,
+        handle: client_api.WriteHandle,
+        entry_id: int | None,
+        failure: BaseException | None,
+    ) -> None:
+        if failure is None:
+            assert entry_id is not None
+            op.position = api.Position(handle.ledger_id, entry_id)
+        else:
+            op.error = self._target.write_failed(handle, failure)
+        op.done = True
+        self._complete_ready()
+
+    def _complete_ready(self) -> None:
+        """Finish adds in the order they were made, as soon as each is done."""
+        added = False
+        while self._inflight and self._inflight[0].done:
+            op = self._inflight.popleft()
+            if op.position is not None:
+                self._target.entry_added(op.position, op.data)
+                added = True
+                resolve(op.future, op.position)
+            else:
+                fail(op.future, op.error or errors.ManagedLedgerWriteError("add failed"))
+        if added:
+            self._target.entries_added()
+        self.pump()
+
+    def fail_queued(self, error: errors.ManagedLedgerError) -> None:
+        """Fail every add not yet handed to a ledger."""
+        while self._queue:
+            fail(self._queue.popleft().future, error)
+        self.update_idle()
+
+    def expire_waiting(self, timeout_ms: int, failure: BaseException) -> None:
+        """Fail queued adds that waited timeout_ms (managedLedgerAddEntryTimeoutSeconds)."""
+        if timeout_ms <= 0:
+            return
+        now = self._now_ms()
+        while self._queue and now - self._queue[0].accepted_ms >= timeout_ms:
+            fail(self._queue.popleft().future, errors.ManagedLedgerWriteError(
+                f"{self._name}: no ledger to write to for {timeout_ms / 1000:g} s: {failure}"))
+        self.update_idle()
+
+    def until_first_expires_ms(self, timeout_ms: int) -> int | None:
+        """How long the oldest queued add may still wait; None without a limit or an add."""
+        if timeout_ms <= 0 or not self._queue:
+            return None
+        return max(0, self._queue[0].accepted_ms + timeout_ms - self._now_ms())
+
+    def update_idle(self) -> None:
+        if not self._queue and not self._inflight and not self._held:
+            self._idle.set()
+        else:
+            self._idle.clear()
+
+    async def wait_idle(self) -> None:
+        """Until no add is queued or in flight and nothing holds the pipeline."""
+        while not self._idle.is_set():
+            await self._idle.wait()
+            self.update_idle()
+
+    async def inflight_drained(self) -> None:
+        """Until every add handed to a ledger so far is done."""
+        while self._inflight:
+            waiter = self._inflight[-1].future
+            await asyncio.wait([waiter])
+
+
+def resolve(future: asyncio.Future[api.Position], value: api.Position) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+def fail(future: asyncio.Future[api.Position], error: BaseException) -> None:
+    if not future.done():
+        future.set_exception(error)

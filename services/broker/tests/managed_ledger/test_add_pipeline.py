@@ -1,0 +1,142 @@
+"""The add pipeline alone: call order kept whatever order the writes finish in, a bounded
+queue, waiting adds expiring. A scripted ledger handle stands in for the bookies so a
+test decides when each write completes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+
+import pytest
+from pulsar_broker.managed_ledger import add_pipeline, api, errors
+
+
+class ScriptedHandle:
+    """A ledger whose writes complete when the test says so."""
+
+    def __init__(self, ledger_id: int) -> None:
+        self.ledger_id = ledger_id
+        self.writes: list[asyncio.Future[int]] = []
+
+    def append_future(self, payload: bytes) -> asyncio.Future[int]:
+        written: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self.writes.append(written)
+        return written
+
+    def complete(self, index: int) -> None:
+        self.writes[index].set_result(index)
+
+
+class Target:
+    """Records what the pipeline reports; hands out `handle` unless told to hold adds."""
+
+    def __init__(self, handle: ScriptedHandle) -> None:
+        self.handle: ScriptedHandle | None = handle
+        self.added: list[api.Position] = []
+        self.wakeups = 0
+        self.failed: list[BaseException] = []
+
+    def handle_for(self, size_bytes: int) -> ScriptedHandle | None:
+        return self.handle
+
+    def write_failed(self, handle: object, failure: BaseException) -> errors.ManagedLedgerError:
+        self.failed.append(failure)
+        return errors.ManagedLedgerWriteError(str(failure))
+
+    def entry_added(self, position: api.Position, data: bytes) -> None:
+        self.added.append(position)
+
+    def entries_added(self) -> None:
+        self.wakeups += 1
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def make(target: Target, clock: Clock | None = None) -> add_pipeline.AddPipeline:
+    def spawn(coroutine: Coroutine[object, object, None]) -> None:
+        asyncio.ensure_future(coroutine)
+
+    return add_pipeline.AddPipeline("ml", target, clock or Clock(), spawn)  # type: ignore[arg-type]
+
+
+async def test_adds_complete_in_call_order_when_writes_finish_out_of_order() -> None:
+    handle = ScriptedHandle(7)
+    target = Target(handle)
+    pipeline = make(target)
+    futures = [pipeline.accept(b"x%d" % i) for i in range(3)]
+    handle.complete(2)
+    handle.complete(1)
+    await asyncio.sleep(0)
+    assert not any(f.done() for f in futures)
+    handle.complete(0)
+    await asyncio.sleep(0)
+    assert [f.result() for f in futures] == [api.Position(7, i) for i in range(3)]
+    assert target.added == [api.Position(7, i) for i in range(3)]
+    await asyncio.wait_for(pipeline.wait_idle(), 1)
+
+
+async def test_a_failed_write_fails_only_its_add_and_later_ones_still_complete() -> None:
+    handle = ScriptedHandle(7)
+    target = Target(handle)
+    pipeline = make(target)
+    first, second = pipeline.accept(b"a"), pipeline.accept(b"b")
+    handle.writes[0].set_exception(OSError("disk gone"))
+    handle.complete(1)
+    await asyncio.sleep(0)
+    with pytest.raises(errors.ManagedLedgerWriteError):
+        first.result()
+    assert second.result() == api.Position(7, 1)
+    assert len(target.failed) == 1
+
+
+async def test_adds_wait_while_the_target_holds_them_and_go_out_in_order_after() -> None:
+    handle = ScriptedHandle(3)
+    target = Target(handle)
+    target.handle = None
+    pipeline = make(target)
+    pipeline.hold(True)
+    futures = [pipeline.accept(b"%d" % i) for i in range(2)]
+    assert pipeline.waiting == 2 and handle.writes == []
+    target.handle = handle
+    pipeline.hold(False)
+    pipeline.pump()
+    assert pipeline.waiting == 0 and len(handle.writes) == 2
+    handle.complete(0)
+    handle.complete(1)
+    await asyncio.sleep(0)
+    assert [f.result() for f in futures] == [api.Position(3, 0), api.Position(3, 1)]
+
+
+async def test_the_pending_limit_refuses_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(add_pipeline, "PENDING_ADDS_MAX", 2)
+    target = Target(ScriptedHandle(1))
+    target.handle = None
+    pipeline = make(target)
+    pipeline.accept(b"a")
+    pipeline.accept(b"b")
+    with pytest.raises(errors.TooManyPendingAddsError) as refused:
+        pipeline.accept(b"c")
+    assert refused.value.retriable
+
+
+async def test_waiting_adds_expire_after_the_add_timeout_oldest_first() -> None:
+    clock = Clock()
+    target = Target(ScriptedHandle(1))
+    target.handle = None
+    pipeline = make(target, clock)
+    old = pipeline.accept(b"old")
+    clock.now += 600
+    young = pipeline.accept(b"young")
+    assert pipeline.until_first_expires_ms(1000) == 400
+    clock.now += 400
+    pipeline.expire_waiting(1000, RuntimeError("no bookies"))
+    with pytest.raises(errors.ManagedLedgerWriteError, match="no bookies"):
+        old.result()
+    assert not young.done() and pipeline.waiting == 1
+    assert pipeline.until_first_expires_ms(0) is None
