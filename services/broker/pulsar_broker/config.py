@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from pulsar_common import config, errors
+from pulsar_common import config, errors, tls
 from pulsar_common.config import setting
 
 from pulsar_broker.namespace import listeners as advertised
@@ -19,6 +19,18 @@ ONE_MB = 1024 * 1024
 #: What a broker does when a topic's backlog exceeds its quota (Apache's RetentionPolicy).
 BACKLOG_QUOTA_POLICIES = ("producer_request_hold", "producer_exception",
                           "consumer_backlog_eviction")
+
+
+@dataclasses.dataclass(frozen=True)
+class ServiceUrls:
+    """Where clients reach a broker at its advertised address. broker_service_url and
+    web_service_url are the plain ports' URLs, or the TLS ones when the plain port is off
+    (so every broker has one of each); the *_tls URLs are None without TLS ports."""
+
+    broker_service_url: str
+    web_service_url: str
+    broker_service_url_tls: str | None
+    web_service_url_tls: str | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,8 +57,36 @@ class BrokerConfig:
         "internalListenerName", "",
         "Listener used between brokers and by lookups without a listener name "
         "(default: the first of advertisedListeners)")
-    broker_service_port: int = setting("brokerServicePort", 6650, "Binary protocol port")
-    web_service_port: int = setting("webServicePort", 8080, "HTTP admin, lookup and metrics port")
+    broker_service_port: int | None = setting(
+        "brokerServicePort", 6650, "Binary protocol port (empty: no plain-text port)",
+        empty_is_none=True)
+    web_service_port: int | None = setting(
+        "webServicePort", 8080, "HTTP admin, lookup and metrics port (empty: no plain HTTP)",
+        empty_is_none=True)
+    # TLS (see pulsar_common.tls and docs/security.md).
+    broker_service_port_tls: int | None = setting(
+        "brokerServicePortTls", None, "Binary protocol over TLS port (pulsar+ssl://), e.g. 6651")
+    web_service_port_tls: int | None = setting(
+        "webServicePortTls", None, "HTTPS port for admin, lookup and metrics, e.g. 8443")
+    tls_certificate_file_path: str = setting(
+        "tlsCertificateFilePath", "", "PEM certificate (chain) the TLS ports present")
+    tls_key_file_path: str = setting("tlsKeyFilePath", "", "PEM private key of the certificate")
+    tls_trust_certs_file_path: str = setting(
+        "tlsTrustCertsFilePath", "", "PEM CA certificates client certificates are checked against")
+    tls_allow_insecure_connection: bool = setting(
+        "tlsAllowInsecureConnection", False,
+        "Accept client certificates that do not verify against tlsTrustCertsFilePath")
+    tls_require_trusted_client_cert_on_connect: bool = setting(
+        "tlsRequireTrustedClientCertOnConnect", False,
+        "Refuse TLS clients without a certificate signed by tlsTrustCertsFilePath")
+    tls_protocols: tuple[str, ...] = setting(
+        "tlsProtocols", (), "TLS versions accepted, e.g. TLSv1.3,TLSv1.2 (empty: TLSv1.2 and up)")
+    tls_ciphers: tuple[str, ...] = setting(
+        "tlsCiphers", (), "OpenSSL cipher names for TLSv1.2 (empty: OpenSSL's defaults)")
+    tls_cert_refresh_check_duration_sec: int = setting(
+        "tlsCertRefreshCheckDurationSec", 300,
+        "How often the TLS files are checked for changes; new connections use new files "
+        "(0: never)")
     max_message_size: int = setting(
         "maxMessageSize", 5 * ONE_MB, "Largest message (metadata + payload) accepted, bytes"
     )
@@ -270,6 +310,33 @@ class BrokerConfig:
         return advertised.parse(self.advertised_listeners)
 
     @property
+    def tls(self) -> tls.TlsSettings:
+        """The TLS ports' settings."""
+        return tls.TlsSettings(
+            cert_file=self.tls_certificate_file_path, key_file=self.tls_key_file_path,
+            trust_certs_file=self.tls_trust_certs_file_path,
+            allow_insecure_connection=self.tls_allow_insecure_connection,
+            require_trusted_client_cert=self.tls_require_trusted_client_cert_on_connect,
+            protocols=self.tls_protocols, ciphers=self.tls_ciphers)
+
+    def service_urls(self) -> ServiceUrls:
+        host = self.advertised_address
+        broker_tls = (None if self.broker_service_port_tls is None
+                      else f"pulsar+ssl://{host}:{self.broker_service_port_tls}")
+        web_tls = (None if self.web_service_port_tls is None
+                   else f"https://{host}:{self.web_service_port_tls}")
+        broker = (f"pulsar://{host}:{self.broker_service_port}"
+                  if self.broker_service_port is not None else broker_tls)
+        web = (f"http://{host}:{self.web_service_port}"
+               if self.web_service_port is not None else web_tls)
+        assert broker is not None and web is not None  # _validate_ports
+        return ServiceUrls(broker, web, broker_tls, web_tls)
+
+    @property
+    def tls_enabled(self) -> bool:
+        return self.broker_service_port_tls is not None or self.web_service_port_tls is not None
+
+    @property
     def internal_listener(self) -> advertised.AdvertisedListener | None:
         return advertised.internal(self.listeners, self.internal_listener_name)
 
@@ -316,6 +383,26 @@ def _validate(conf: BrokerConfig) -> None:
         raise errors.ConfigError("messageExpiryCheckIntervalInMinutes must be positive")
     advertised.internal(advertised.parse(conf.advertised_listeners), conf.internal_listener_name)
     _validate_load_balancer(conf)
+    _validate_ports(conf)
+
+
+def _validate_ports(conf: BrokerConfig) -> None:
+    if conf.broker_service_port is None and conf.broker_service_port_tls is None:
+        raise errors.ConfigError("brokerServicePort and brokerServicePortTls are both unset: "
+                                 "the broker would have no binary-protocol port")
+    if conf.web_service_port is None and conf.web_service_port_tls is None:
+        raise errors.ConfigError("webServicePort and webServicePortTls are both unset: "
+                                 "the broker would have no HTTP port")
+    if conf.tls_enabled:
+        if not conf.tls_certificate_file_path or not conf.tls_key_file_path:
+            raise errors.ConfigError("a TLS port is set: tlsCertificateFilePath and "
+                                     "tlsKeyFilePath are required")
+        if conf.tls_require_trusted_client_cert_on_connect and not conf.tls_trust_certs_file_path:
+            raise errors.ConfigError("tlsRequireTrustedClientCertOnConnect needs "
+                                     "tlsTrustCertsFilePath")
+    tls.check_protocols(conf.tls_protocols)
+    if conf.tls_cert_refresh_check_duration_sec < 0:
+        raise errors.ConfigError("tlsCertRefreshCheckDurationSec must be 0 (never) or more")
 
 
 def _validate_load_balancer(conf: BrokerConfig) -> None:

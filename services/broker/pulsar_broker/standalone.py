@@ -64,14 +64,20 @@ def load_settings(data_dir: pathlib.Path, config_path: str | None,
 async def initialize_cluster_metadata(res: resources.PulsarResources,
                                       conf: broker_config.BrokerConfig) -> None:
     """Create the standalone cluster, tenants and namespaces unless they exist."""
-    host = conf.advertised_address
-    await create_cluster_records(res, conf, f"http://{host}:{conf.web_service_port}",
-                                 f"pulsar://{host}:{conf.broker_service_port}")
+    urls = conf.service_urls()
+    await create_cluster_records(res, conf, urls.web_service_url, urls.broker_service_url,
+                                 tls_urls=urls)
 
 
 async def create_cluster_records(res: resources.PulsarResources, conf: broker_config.BrokerConfig,
-                                 web_service_url: str, broker_service_url: str) -> None:
+                                 web_service_url: str, broker_service_url: str, *,
+                                 tls_urls: broker_config.ServiceUrls | None = None) -> None:
     cluster = {"serviceUrl": web_service_url, "brokerServiceUrl": broker_service_url}
+    if tls_urls is not None:
+        # Apache's ClusterData TLS fields, set when the broker has TLS ports.
+        cluster.update({key: value for key, value in (
+            ("serviceUrlTls", tls_urls.web_service_url_tls),
+            ("brokerServiceUrlTls", tls_urls.broker_service_url_tls)) if value})
     with contextlib.suppress(errors.ConflictError):
         await res.create_cluster(conf.cluster_name, cluster)
     for ns_text in STANDALONE_NAMESPACES:

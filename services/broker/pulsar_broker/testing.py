@@ -105,6 +105,39 @@ class StandaloneProcess(ServiceProcess):
         return ("standalone", "--data-dir", str(self.data_dir))
 
 
+class TlsStandaloneProcess(StandaloneProcess):
+    """`pulsar standalone` with TLS ports (brokerServicePortTls, webServicePortTls) next to
+    the plain ones, or instead of them with plain=False; tls_settings are broker.conf keys
+    (pulsar_common.testing_certs.broker_tls_settings gives the certificate ones)."""
+
+    def __init__(self, data_dir: pathlib.Path, tls_settings: dict[str, str],
+                 overrides: dict[str, str] | None = None, plain: bool = True,
+                 host: str = "127.0.0.1") -> None:
+        super().__init__(data_dir, overrides)
+        self.host = host
+        self.broker_port_tls = testing.free_port()
+        self.web_port_tls = testing.free_port()
+        self.plain = plain
+        self.overrides.update({"brokerServicePortTls": str(self.broker_port_tls),
+                               "webServicePortTls": str(self.web_port_tls),
+                               "advertisedAddress": host, **tls_settings})
+        if not plain:
+            self.overrides.update({"brokerServicePort": "", "webServicePort": ""})
+
+    @property
+    def service_url_tls(self) -> str:
+        return f"pulsar+ssl://{self.host}:{self.broker_port_tls}"
+
+    @property
+    def web_url_tls(self) -> str:
+        return f"https://{self.host}:{self.web_port_tls}"
+
+    def ready(self) -> bool:
+        tls_ready = (testing.port_open(self.broker_port_tls)
+                     and testing.port_open(self.web_port_tls))
+        return tls_ready and (not self.plain or super().ready())
+
+
 class BrokerProcess(ServiceProcess):
     """`pulsar broker` of a cluster whose metadata is at metadata_url (etcd)."""
 

@@ -8,7 +8,9 @@ Apache's rules, so its stock files and images work unchanged:
 - a file is Java properties: `#`/`!` comments, `key=value`, `key: value` or
   `key value`, white space around keys and values ignored, a trailing `\\`
   continues the value on the next line;
-- an empty value (`advertisedAddress=`) means "not set": the default applies;
+- an empty value (`advertisedAddress=`) means "not set": the default applies,
+  except for settings declared `empty_is_none` such as the plain ports, which it
+  turns off (`brokerServicePort=` with `brokerServicePortTls=6651`: TLS only);
 - the environment overrides the file: `PULSAR_PREFIX_<key>=value` sets any key,
   and a variable named exactly like a known key sets that key (what Apache's
   images do with `apply-config-from-env.py`);
@@ -38,9 +40,12 @@ ENV_PREFIX = "PULSAR_PREFIX_"
 _SEPARATOR = re.compile(r"\s*[=:]\s*|\s+")
 
 
-def setting(key: str, default: Any, doc: str = "") -> Any:
-    """A dataclass field read from the Apache key `key`."""
-    return dataclasses.field(default=default, metadata={"key": key, "doc": doc})
+def setting(key: str, default: Any, doc: str = "", *, empty_is_none: bool = False) -> Any:
+    """A dataclass field read from the Apache key `key`. With empty_is_none, an empty value
+    sets None instead of keeping the default (Apache's `brokerServicePort=` turns the plain
+    port off)."""
+    return dataclasses.field(default=default, metadata={"key": key, "doc": doc,
+                                                        "empty_is_none": empty_is_none})
 
 
 def read_properties(text: str) -> dict[str, str]:
@@ -133,6 +138,9 @@ def _build(cls: type[T], values: Mapping[str, str]) -> T:
     kwargs: dict[str, Any] = {}
     for key, raw in values.items():
         f = known.get(key)
+        if f is not None and raw == "" and f.metadata.get("empty_is_none"):
+            kwargs[f.name] = None
+            continue
         if f is None or raw == "":  # empty means "not set": the default applies
             continue
         kwargs[f.name] = _convert(key, raw, hints[f.name])

@@ -37,6 +37,10 @@ class BrokerUrls:
     http_url: str
     listeners: tuple[advertised.AdvertisedListener, ...] = dataclasses.field(
         default=(), compare=False)
+    #: pulsar+ssl:// and https:// URLs when the broker has TLS ports (Apache's nativeUrlTls,
+    #: httpUrlTls); not part of the identity.
+    native_url_tls: str | None = dataclasses.field(default=None, compare=False)
+    http_url_tls: str | None = dataclasses.field(default=None, compare=False)
 
     def native_url_for(self, listener_name: str | None) -> str:
         """The binary-protocol URL a client asking for listener_name gets (the internal
@@ -48,15 +52,23 @@ class BrokerUrls:
             raise advertised.ListenerNotFoundError(listener_name)
         return url
 
+    def native_url_tls_for(self, listener_name: str | None) -> str | None:
+        """The pulsar+ssl:// URL for listener_name (the broker's own without a name); None
+        when it has none."""
+        if not listener_name:
+            return self.native_url_tls
+        return advertised.select(self.listeners, listener_name).broker_service_url_tls
+
     def to_json(self) -> dict[str, Any]:
-        return {"nativeUrl": self.native_url, "nativeUrlTls": None, "httpUrl": self.http_url,
-                "httpUrlTls": None, "disabled": False,
+        return {"nativeUrl": self.native_url, "nativeUrlTls": self.native_url_tls,
+                "httpUrl": self.http_url, "httpUrlTls": self.http_url_tls, "disabled": False,
                 "advertisedListeners": advertised.to_json(self.listeners)}
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> BrokerUrls:
         return cls(str(value["nativeUrl"]), str(value["httpUrl"]),
-                   advertised.from_json(value.get("advertisedListeners")))
+                   advertised.from_json(value.get("advertisedListeners")),
+                   value.get("nativeUrlTls") or None, value.get("httpUrlTls") or None)
 
 
 def ownership_path(bundle: NamespaceBundle) -> str:

@@ -23,6 +23,8 @@ async def register(store: md.MetadataStore, broker_id: str, urls: BrokerUrls, cl
     """Create this broker's key (replacing one left by its previous life)."""
     path = f"{BROKERS_ROOT}/{broker_id}"
     value = json.dumps({"webServiceUrl": urls.http_url, "pulsarServiceUrl": urls.native_url,
+                        "webServiceUrlTls": urls.http_url_tls,
+                        "pulsarServiceUrlTls": urls.native_url_tls,
                         "cluster": cluster, "brokerVersionString": version,
                         "advertisedListeners": listeners.to_json(urls.listeners)}).encode()
     try:
@@ -40,5 +42,7 @@ async def live_brokers(store: md.MetadataStore) -> dict[str, BrokerUrls]:
         if found is not None:
             value = json.loads(found.value)
             brokers[broker_id] = BrokerUrls(value["pulsarServiceUrl"], value["webServiceUrl"],
-                                            listeners.from_json(value.get("advertisedListeners")))
+                                            listeners.from_json(value.get("advertisedListeners")),
+                                            value.get("pulsarServiceUrlTls") or None,
+                                            value.get("webServiceUrlTls") or None)
     return brokers

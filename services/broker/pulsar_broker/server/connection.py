@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import ssl
 import typing
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -303,14 +304,15 @@ class ServerConnection(asyncio.Protocol):
 ConnectionFactory = Callable[[], ServerConnection]
 
 
-async def start_server(service: BrokerService, host: str, port: int) -> asyncio.Server:
+async def start_server(service: BrokerService, host: str, port: int,
+                       ssl_context: ssl.SSLContext | None = None) -> asyncio.Server:
     """Listen for binary-protocol clients, within brokerMaxConnections and
-    brokerMaxConnectionsPerIp."""
+    brokerMaxConnectionsPerIp; over TLS with ssl_context (brokerServicePortTls)."""
     loop = asyncio.get_running_loop()
     limits = connection_limits.ConnectionLimits(service.config.broker_max_connections,
                                                 service.config.broker_max_connections_per_ip)
     return await loop.create_server(lambda: ServerConnection(service, limits), host, port,
-                                    reuse_address=True)
+                                    reuse_address=True, ssl=ssl_context)
 
 
 def topic_name_or_error(text: str) -> naming.TopicName:

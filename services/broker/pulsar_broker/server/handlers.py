@@ -106,9 +106,10 @@ class Handlers:
             topic = naming.TopicName.parse(request.topic)
             # Reading the namespace's policies (for its bundles) fails when it does not exist.
             owner = await self.service.namespaces.lookup(topic, request.authoritative)
+            listener = request.advertised_listener_name
             reply = replies.lookup_response(
-                request.request_id, owner.native_url_for(request.advertised_listener_name),
-                authoritative=True)
+                request.request_id, owner.native_url_for(listener),
+                broker_service_url_tls=owner.native_url_tls_for(listener), authoritative=True)
         except Exception as exc:  # noqa: BLE001 - every failure is answered, never dropped
             reply = replies.lookup_failed(request.request_id, commands.server_error_of(exc),
                                           str(exc))

@@ -45,10 +45,13 @@ class BrokerService:
         self.ledger_factory = ledger_factory
         self._topics: dict[str, asyncio.Future[PersistentTopic]] = {}
         self._producer_names = 0
-        self.broker_id = f"{config.advertised_address}:{config.web_service_port}"
+        web_port = config.web_service_port or config.web_service_port_tls
+        self.broker_id = f"{config.advertised_address}:{web_port}"
+        urls = config.service_urls()
         self.namespaces = NamespaceService(
             pulsar_resources,
-            BrokerUrls(self.broker_service_url, self.web_service_url, config.listeners),
+            BrokerUrls(self.broker_service_url, self.web_service_url, config.listeners,
+                       urls.broker_service_url_tls, urls.web_service_url_tls),
             self.broker_id, config.cluster_name, broker_version())
         self.namespaces.on_bundles_lost = self._unload_topics_of
         #: The topics' schemas, stored in the metadata store.
@@ -68,15 +71,16 @@ class BrokerService:
         internal = self.config.internal_listener
         if internal is not None and internal.broker_service_url is not None:
             return internal.broker_service_url
-        return f"pulsar://{self.config.advertised_address}:{self.config.broker_service_port}"
+        return self.config.service_urls().broker_service_url
 
     @property
     def web_service_url(self) -> str:
-        return f"http://{self.config.advertised_address}:{self.config.web_service_port}"
+        return self.config.service_urls().web_service_url
 
     def generate_producer_name(self) -> str:
         self._producer_names += 1
-        return f"{self.config.cluster_name}-{self.config.broker_service_port}-{self._producer_names}"
+        port = self.config.broker_service_port or self.config.broker_service_port_tls
+        return f"{self.config.cluster_name}-{port}-{self._producer_names}"
 
     # Topics
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -73,8 +74,8 @@ class LimitedTCPSite(web.BaseSite):
     """aiohttp's TCPSite, holding at most max_connections connections at once (0: no limit)."""
 
     def __init__(self, runner: web.BaseRunner, host: str, port: int,
-                 max_connections: int) -> None:
-        super().__init__(runner)
+                 max_connections: int, ssl_context: ssl.SSLContext | None = None) -> None:
+        super().__init__(runner, ssl_context=ssl_context)
         self._host = host
         self._port = port
         self.max_connections = max_connections
@@ -83,14 +84,16 @@ class LimitedTCPSite(web.BaseSite):
 
     @property
     def name(self) -> str:
-        return f"http://{self._host}:{self._port}"
+        scheme = "http" if self._ssl_context is None else "https"
+        return f"{scheme}://{self._host}:{self._port}"
 
     async def start(self) -> None:
         await super().start()
         server = self._runner.server
         assert server is not None
         self._server = await asyncio.get_running_loop().create_server(
-            lambda: self._admit(server), self._host, self._port, reuse_address=True)
+            lambda: self._admit(server), self._host, self._port, reuse_address=True,
+            ssl=self._ssl_context)
 
     def _admit(self, server: web.Server) -> asyncio.Protocol:
         # The server lists every connection from connection_made to connection_lost.

@@ -26,13 +26,14 @@ LISTENER_NAME_HEADER = "X-Pulsar-ListenerName"
 
 
 def lookup_data(owner: BrokerUrls, listener_name: str | None = None) -> dict[str, Any]:
-    """Apache's LookupData; the C++ client insists brokerUrlTls is a string. With a
-    listener name, brokerUrl is that listener's (ListenerNotFoundError if it has none)."""
+    """Apache's LookupData; the C++ client insists brokerUrlTls is a string (it connects
+    there when its service URL is TLS). With a listener name, brokerUrl is that
+    listener's (ListenerNotFoundError if it has none)."""
     return {
         "brokerUrl": owner.native_url_for(listener_name),
-        "brokerUrlTls": "",
+        "brokerUrlTls": owner.native_url_tls_for(listener_name) or "",
         "httpUrl": owner.http_url,
-        "httpUrlTls": "",
+        "httpUrlTls": owner.http_url_tls or "",
         "nativeUrl": owner.native_url,
     }
 
