@@ -181,6 +181,39 @@ class BookieConfig:
     forceReadOnlyBookie: bool = config.setting(
         "forceReadOnlyBookie", False, "Start and stay read-only (serve reads only)"
     )
+    # Autorecovery (pulsar_bookie.autorecovery): auditor and replication worker.
+    autoRecoveryDaemonEnabled: bool = config.setting(
+        "autoRecoveryDaemonEnabled",
+        False,
+        "Run an autorecovery daemon (auditor candidate and replication worker) in this bookie",
+    )
+    lostBookieRecoveryDelay: int = config.setting(
+        "lostBookieRecoveryDelay",
+        0,
+        "Seconds a bookie may be gone before its ledgers are marked under-replicated "
+        "(initial cluster-wide value; the admin API changes it at run time)",
+    )
+    auditorPeriodicCheckInterval: int = config.setting(
+        "auditorPeriodicCheckInterval",
+        604800,
+        "Seconds between checks that each fragment's bookies hold its entries (0 disables)",
+    )
+    auditorPeriodicBookieCheckInterval: int = config.setting(
+        "auditorPeriodicBookieCheckInterval",
+        86400,
+        "Seconds between checks for fragments on bookies no longer registered (0 disables)",
+    )
+    openLedgerRereplicationGracePeriod: int = config.setting(
+        "openLedgerRereplicationGracePeriod",
+        30000,
+        "Milliseconds a worker leaves the last fragment of an open ledger to its writer "
+        "before fencing and closing the ledger to re-replicate it",
+    )
+    rereplicationEntryBatchSize: int = config.setting(
+        "rereplicationEntryBatchSize",
+        64,
+        "Entries a replication worker copies at once (reads and adds in flight)",
+    )
 
     @property
     def journal_dirs(self) -> tuple[str, ...]:
@@ -213,6 +246,7 @@ class BookieConfig:
             "maxPendingReadRequestsPerThread",
             "flushInterval",
             "gcWaitTime",
+            "rereplicationEntryBatchSize",
         ):
             if getattr(self, key) <= 0:
                 problems.append(f"{key} must be positive")
@@ -220,6 +254,10 @@ class BookieConfig:
             problems.append(
                 "journalMaxGroupWaitMSec and dbStorage_readAheadCacheMaxSizeMb must be >= 0"
             )
+        if min(self.lostBookieRecoveryDelay, self.auditorPeriodicCheckInterval,
+               self.auditorPeriodicBookieCheckInterval,
+               self.openLedgerRereplicationGracePeriod) < 0:
+            problems.append("autorecovery delays and intervals must be >= 0")
         if not 64 * 1024 <= self.entryLogSizeLimit <= ENTRY_LOG_SIZE_LIMIT_MAX:
             problems.append("entryLogSizeLimit must be between 64 KiB and 2 GiB")
         if problems:

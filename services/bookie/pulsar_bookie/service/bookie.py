@@ -2,9 +2,11 @@
 
 Start order: metadata store and cookie check -> engine (journal replay) ->
 cookie recorded in metadata -> TCP server -> HTTP endpoint -> registration
--> disk monitor; only then is the bookie ready. Stop order: not ready ->
-stop accepting and finish in-flight requests -> unregister -> HTTP -> engine
-(checkpoint) -> metadata session.
+-> disk monitor -> autorecovery daemon (autoRecoveryDaemonEnabled); only then
+is the bookie ready. Stop order: not ready -> autorecovery -> stop accepting
+and finish in-flight requests -> unregister -> HTTP -> engine (checkpoint)
+-> metadata session. A bookie being decommissioned (a record under
+/underreplication/decommissioning) starts read-only.
 
 Without metadataServiceUri the bookie runs unregistered (no cookie in
 metadata, nobody can discover it): enough for local tests and tools that
@@ -25,6 +27,9 @@ from pulsar_common.metadata import tasks as metadata_tasks
 
 from pulsar_bookie import config as bookie_config
 from pulsar_bookie import errors, types
+from pulsar_bookie.autorecovery import admin as recovery_admin
+from pulsar_bookie.autorecovery import service as recovery_service
+from pulsar_bookie.autorecovery import underreplication
 from pulsar_bookie.net import server as net_server
 from pulsar_bookie.service import disk_monitor, http, ledger_gc, metrics, registration
 from pulsar_bookie.storage import engine as storage_engine
@@ -102,6 +107,7 @@ class BookieService(http.BookieAdmin):
         #: Set when the bookie must end on its own (a full disk with readOnlyModeEnabled=false).
         self.terminated = asyncio.Event()
         self._ledger_gc: asyncio.Task[None] | None = None
+        self.autorecovery: recovery_service.AutoRecoveryService | None = None
 
     # ----- life cycle -----
 
@@ -125,6 +131,10 @@ class BookieService(http.BookieAdmin):
             self.engine = storage_engine.LedgerStorageEngine(conf, expected_instance_id=expected)
             self.server.storage = self.engine
         await self.engine.start()
+        if self.store is not None and await underreplication.UnderReplicationStore(
+                self.store).is_decommissioning(self.bookie_id):
+            log.warning("bookie %s is being decommissioned: it stays read-only", self.bookie_id)
+            self._forced_read_only = True
         if self.store is not None and expected is None:
             assert self.engine.cookie is not None
             await registration.store_cookie(self.store, self.bookie_id, self.engine.cookie)
@@ -134,12 +144,18 @@ class BookieService(http.BookieAdmin):
         await self.monitor.check()
         self._apply_read_only()
         if conf.httpServerEnabled:
-            self.http = http.HttpEndpoint(self)
+            recovery = (None if self.store is None else
+                        recovery_admin.AutoRecoveryAdmin(self.store, conf.lostBookieRecoveryDelay))
+            self.http = http.HttpEndpoint(self, recovery)
             await self.http.start(conf.httpServerHost, conf.httpServerPort)
         if self.store is not None:
             self.registration = registration.Registration(self.store, self._info())
             await self.registration.register()
         self.monitor.start()
+        if self.store is not None and conf.autoRecoveryDaemonEnabled:
+            self.autorecovery = recovery_service.AutoRecoveryService(
+                self.store, conf, self.bookie_id, self._info().http_address)
+            self.autorecovery.start()
         if self.store is not None:
             self._ledger_gc = asyncio.get_running_loop().create_task(
                 ledger_gc.run_periodically(self.engine, self.store, conf.gcWaitTime / 1000.0))
@@ -156,6 +172,8 @@ class BookieService(http.BookieAdmin):
         if self._ledger_gc is not None:
             await metadata_tasks.cancel_and_wait(self._ledger_gc)
         await self.monitor.stop()
+        if self.autorecovery is not None:
+            await self._quietly(self.autorecovery.stop(), "stopping autorecovery")
         if self.server.serving:
             await self.server.stop(SHUTDOWN_GRACE_S)
         if self.registration is not None:

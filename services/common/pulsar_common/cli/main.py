@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "broker": ("run a broker of a cluster (etcd metadata, remote bookies)",
                "pulsar_broker.cli:add_broker_arguments"),
     "bookie": ("run a bookie (storage node)", "pulsar_bookie.cli:add_arguments"),
+    "autorecovery": ("run the bookies' auditor and a replication worker (autorecovery)",
+                     "pulsar_bookie.autorecovery.cli:add_arguments"),
     "proxy": ("run a proxy: one address for clients in front of the brokers",
               "pulsar_proxy.cli:add_arguments"),
     "initialize-cluster-metadata": (

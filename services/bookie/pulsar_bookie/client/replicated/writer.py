@@ -213,17 +213,31 @@ class ReplicatedWriteHandle(ReplicatedReadHandle):
             await asyncio.gather(*waiting, return_exceptions=True)
         if self._failure is not None and isinstance(self._failure, errors.LedgerFencedError):
             return
-        sealed = dataclasses.replace(
-            self._metadata, state=api.LedgerState.CLOSED, last_entry_id=self._lac,
-            length=self._length)
-        try:
-            self._versioned = await self._meta.write(sealed, self._versioned.version)
-            self._metadata = sealed
-        except errors.MetadataVersionError:
-            fresh = await self._meta.read(self.ledger_id)
-            self._metadata = fresh.metadata
-            if fresh.metadata.is_closed and fresh.metadata.last_entry_id >= self._lac:
-                return
-            raise
+        await self._seal()
         for task in list(self._tasks):
             task.cancel()
+
+    async def _seal(self) -> None:
+        """CLOSED at our LAC by CAS. Autorecovery may have swapped bookies of earlier
+        fragments meanwhile: while the ledger is still OPEN with our last fragment, seal
+        on top of its metadata instead of failing."""
+        while True:
+            sealed = dataclasses.replace(
+                self._metadata, state=api.LedgerState.CLOSED, last_entry_id=self._lac,
+                length=self._length)
+            try:
+                self._versioned = await self._meta.write(sealed, self._versioned.version)
+                self._metadata = sealed
+                return
+            except errors.MetadataVersionError:
+                fresh = await self._meta.read(self.ledger_id)
+            if fresh.metadata.is_closed and fresh.metadata.last_entry_id >= self._lac:
+                self._metadata = fresh.metadata
+                return
+            if (fresh.metadata.state is not api.LedgerState.OPEN
+                    or fresh.metadata.ensembles[-1] != self._metadata.ensembles[-1]):
+                self._metadata = fresh.metadata
+                raise errors.MetadataVersionError(
+                    f"ledger {self.ledger_id} was changed by another client while closing")
+            self._metadata = fresh.metadata
+            self._versioned = fresh

@@ -1,0 +1,194 @@
+"""The auditor: one per cluster, elected through the metadata store.
+
+While it leads it audits (plan.audit) whenever a bookie registration,
+lostBookieRecoveryDelay or a decommissioning record changes, when a bookie
+seen missing becomes due, and every auditorPeriodicBookieCheckInterval; a
+rewrite of lostBookieRecoveryDelay (trigger_audit) audits at once, without
+waiting for the delay. Every auditorPeriodicCheckInterval it also runs the
+replica check (checker.py). The bookies it has seen missing, and since when,
+live only in the leader: a new auditor starts their clocks again, which
+errs on the side of waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import logging
+import time
+from collections.abc import Callable
+
+from pulsar_common.metadata import api as metadata_api
+from pulsar_common.metadata import errors as metadata_errors
+from pulsar_common.metadata import tasks as metadata_tasks
+
+from pulsar_bookie import errors, types
+from pulsar_bookie.autorecovery import checker, plan, underreplication
+from pulsar_bookie.client import api, bookie_rpc, ledger_metadata
+from pulsar_bookie.service import registration
+
+log = logging.getLogger(__name__)
+
+#: How often a leading auditor looks at its leadership and due times without an event.
+TICK_S = 0.5
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditorSettings:
+    lost_bookie_recovery_delay_s: int = 0
+    periodic_check_interval_s: int = 604800
+    periodic_bookie_check_interval_s: int = 86400
+    timeout_s: float = 30.0
+
+
+def _wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def identity(bookie_id: str, http_address: str) -> bytes:
+    """What the auditor publishes in its election key (read by who_is_auditor)."""
+    return json.dumps({"bookieId": bookie_id, "httpAddress": http_address},
+                      sort_keys=True).encode()
+
+
+class Auditor:
+    def __init__(
+        self,
+        store: metadata_api.MetadataStore,
+        pool: bookie_rpc.BookieRpcPool,
+        me: bytes,
+        settings: AuditorSettings | None = None,
+        *,
+        now_ms: Callable[[], int] = _wall_clock_ms,
+    ) -> None:
+        self._store = store
+        self._pool = pool
+        self._me = me
+        self._settings = settings or AuditorSettings()
+        self._now_ms = now_ms
+        self._marks = underreplication.UnderReplicationStore(store)
+        self._meta = ledger_metadata.LedgerMetadataStore(store)
+        self._election = store.leader_election(underreplication.AUDITOR_ELECTION_PATH)
+        self._wake = asyncio.Event()
+        self._force = False
+        self._task: asyncio.Task[None] | None = None
+        self.audits = 0
+        self.ledgers_marked = 0
+
+    @property
+    def is_leader(self) -> bool:
+        return self._election.is_leader
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self.run(), name="auditor")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            await metadata_tasks.cancel_and_wait(self._task)
+            self._task = None
+        with contextlib.suppress(metadata_errors.MetadataStoreError):
+            await self._election.release()
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self._election.acquire(self._me)
+                log.info("this process is the auditor")
+                await self._lead()
+            except (errors.BookieError, metadata_errors.MetadataStoreError) as exc:
+                log.warning("auditor: %s; competing for the election again", exc)
+                with contextlib.suppress(metadata_errors.MetadataStoreError):
+                    await self._election.release()
+                await asyncio.sleep(TICK_S)
+
+    async def _lead(self) -> None:
+        loop = asyncio.get_running_loop()
+        watchers = [
+            loop.create_task(self._watch(registration.AVAILABLE_PATH, prefix=True, force=False)),
+            loop.create_task(self._watch(underreplication.DECOMMISSIONING_PATH, prefix=True,
+                                         force=False)),
+            loop.create_task(self._watch(underreplication.LOST_BOOKIE_RECOVERY_DELAY_PATH,
+                                         prefix=False, force=True)),
+        ]
+        missing_since: dict[types.BookieId, int] = {}
+        now = self._now_ms()
+        next_bookie_check = now
+        next_entry_check = now + self._settings.periodic_check_interval_s * 1000
+        next_due: int | None = None
+        try:
+            while self._election.is_leader:
+                now = self._now_ms()
+                due = (self._wake.is_set() or now >= next_bookie_check
+                       or (next_due is not None and now >= next_due))
+                if due:
+                    force, self._force = self._force, False
+                    self._wake.clear()
+                    result = await self.audit(missing_since, force=force)
+                    missing_since = dict(result.missing_since_ms)
+                    next_due = result.next_due_ms
+                    if self._settings.periodic_bookie_check_interval_s > 0:
+                        next_bookie_check = (
+                            now + self._settings.periodic_bookie_check_interval_s * 1000)
+                    else:
+                        next_bookie_check = 2**62
+                if self._settings.periodic_check_interval_s > 0 and now >= next_entry_check:
+                    await self.check_replicas()
+                    next_entry_check = now + self._settings.periodic_check_interval_s * 1000
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), TICK_S)
+        finally:
+            for watcher in watchers:
+                await metadata_tasks.cancel_and_wait(watcher)
+
+    async def _watch(self, path: str, *, prefix: bool, force: bool) -> None:
+        while True:
+            watch = self._store.watch(path, prefix=prefix)
+            try:
+                async for _ in watch:
+                    self._force = self._force or force
+                    self._wake.set()
+            except metadata_errors.MetadataStoreError:
+                pass
+            finally:
+                await watch.close()
+            await asyncio.sleep(TICK_S)
+
+    async def _ledgers(self) -> list[api.LedgerMetadata]:
+        found = []
+        for ledger_id in await self._meta.ledger_ids():
+            try:
+                found.append((await self._meta.read(ledger_id)).metadata)
+            except errors.NoSuchLedgerError:
+                continue
+        return found
+
+    async def audit(self, missing_since: dict[types.BookieId, int], *,
+                    force: bool = False) -> plan.Audit:
+        """One bookie check: mark the ledgers of bookies lost for long enough."""
+        delay_s = await self._marks.lost_bookie_recovery_delay_s(
+            self._settings.lost_bookie_recovery_delay_s)
+        registered = {b.bookie_id for b in await registration.list_bookies(self._store)}
+        result = plan.audit(await self._ledgers(), registered, await self._marks.decommissioning(),
+                            missing_since, self._now_ms(), delay_s * 1000, force=force)
+        self.audits += 1
+        for ledger_id, bookies in result.marks.items():
+            if await self._marks.mark(ledger_id, bookies, self._now_ms()):
+                self.ledgers_marked += 1
+                log.info("ledger %s marked under-replicated (bookies %s)", ledger_id,
+                         sorted(bookies))
+        return result
+
+    async def check_replicas(self) -> int:
+        """The periodic replica check; the number of ledgers it marked."""
+        marked = 0
+        for metadata in await self._ledgers():
+            lacking = await checker.bookies_missing_entries(self._pool, metadata,
+                                                            self._settings.timeout_s)
+            if lacking and await self._marks.mark(metadata.ledger_id, lacking, self._now_ms()):
+                marked += 1
+                log.warning("ledger %s: bookies %s lack entries they should hold; marked",
+                            metadata.ledger_id, sorted(lacking))
+        self.ledgers_marked += marked
+        return marked

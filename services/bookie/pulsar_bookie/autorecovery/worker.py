@@ -1,0 +1,224 @@
+"""The replication worker: claims under-replicated ledgers and re-replicates them.
+
+A worker lists the marks, claims one with an ephemeral lock key (a worker
+that dies loses its claims with its session), and for each closed fragment
+with a copy on a bookie named in the mark (or being decommissioned):
+chooses a replacement with the placement policy, copies the entries, reads
+them back, and swaps the bookie in that fragment's ensemble with a CAS on
+the ledger metadata (re-planned from fresh metadata on a conflict). When no
+fragment refers to a bad bookie any more the mark is removed, unless someone
+re-marked the ledger meanwhile.
+
+The last fragment of a ledger still open for writing belongs to its writer,
+which moves off a failed or read-only bookie by itself (ensemble change). If
+the mark is older than openLedgerRereplicationGracePeriod and the fragment
+is still affected, the worker recovers the ledger first (fences it and closes
+it, as a reader taking it over would) and then re-replicates it closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import random
+import time
+from collections.abc import Callable
+
+from pulsar_common.metadata import api as metadata_api
+from pulsar_common.metadata import errors as metadata_errors
+from pulsar_common.metadata import tasks as metadata_tasks
+
+from pulsar_bookie import errors, types
+from pulsar_bookie.autorecovery import copier, plan, underreplication
+from pulsar_bookie.client import bookie_rpc, ledger_metadata
+from pulsar_bookie.client.replicated import placement
+from pulsar_bookie.client.replicated import recovery as ledger_recovery
+from pulsar_bookie.client.replicated.settings import ClientSettings
+from pulsar_bookie.service import registration
+
+log = logging.getLogger(__name__)
+
+#: Repairs of one ledger in one claim, at most (each swaps one bookie of one fragment).
+REPAIRS_PER_CLAIM_MAX = 10_000
+#: How often an idle worker looks at the marks even without a notification.
+IDLE_POLL_S = 1.0
+#: Pause after a round in which some ledger could not be finished (nothing to copy to,
+#: replicas unreachable), so that a stuck ledger is not retried in a busy loop.
+RETRY_BACKOFF_S = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerSettings:
+    entry_batch: int = 64
+    open_ledger_grace_ms: int = 30_000
+    timeout_s: float = 30.0
+
+
+@dataclasses.dataclass
+class WorkerStats:
+    """What this worker did since it started (for metrics, the admin API and the bench)."""
+
+    ledgers_replicated: int = 0
+    fragments_replicated: int = 0
+    entries_copied: int = 0
+    bytes_copied: int = 0
+    failures: int = 0
+
+
+def _wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class ReplicationWorker:
+    def __init__(
+        self,
+        store: metadata_api.MetadataStore,
+        pool: bookie_rpc.BookieRpcPool,
+        owner: str,
+        settings: WorkerSettings | None = None,
+        *,
+        rng: random.Random | None = None,
+        now_ms: Callable[[], int] = _wall_clock_ms,
+    ) -> None:
+        self._store = store
+        self._marks = underreplication.UnderReplicationStore(store)
+        self._meta = ledger_metadata.LedgerMetadataStore(store)
+        self._pool = pool
+        self._owner = owner
+        self._settings = settings or WorkerSettings()
+        self._rng = rng or random.Random()
+        self._now_ms = now_ms
+        self.stats = WorkerStats()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self.run(), name="replication-worker")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            await metadata_tasks.cancel_and_wait(self._task)
+            self._task = None
+
+    async def run(self) -> None:
+        watcher = asyncio.get_running_loop().create_task(self._watch_marks())
+        try:
+            while True:
+                try:
+                    finished_all = await self.run_once()
+                except (errors.BookieError, metadata_errors.MetadataStoreError) as exc:
+                    log.warning("replication round failed: %s", exc)
+                    finished_all = False
+                if not finished_all:
+                    await asyncio.sleep(RETRY_BACKOFF_S)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), IDLE_POLL_S)
+                self._wake.clear()
+        finally:
+            await metadata_tasks.cancel_and_wait(watcher)
+
+    async def _watch_marks(self) -> None:
+        while True:
+            watch = self._marks.watch_marks()
+            try:
+                async for _ in watch:
+                    self._wake.set()
+            except metadata_errors.MetadataStoreError:
+                pass
+            finally:
+                await watch.close()
+            await asyncio.sleep(IDLE_POLL_S)
+
+    async def run_once(self) -> bool:
+        """One pass over the marks; True when every mark seen was finished (or claimed by
+        another worker)."""
+        finished_all = True
+        for ledger_id in await self._marks.ledger_ids():
+            if not await self._marks.try_lock(ledger_id, self._owner):
+                continue
+            try:
+                if not await self.replicate(ledger_id):
+                    finished_all = False
+            except (errors.BookieError, TimeoutError, OSError) as exc:
+                self.stats.failures += 1
+                finished_all = False
+                log.warning("ledger %s: re-replication failed, will retry: %s", ledger_id, exc)
+            finally:
+                await self._marks.unlock(ledger_id)
+        return finished_all
+
+    async def replicate(self, ledger_id: types.LedgerId) -> bool:
+        """Fix one claimed ledger; True when its mark could be removed."""
+        mark = await self._marks.get(ledger_id)
+        if mark is None:
+            return True
+        try:
+            versioned = await self._meta.read(ledger_id)
+        except errors.NoSuchLedgerError:
+            await self._marks.remove_unconditionally(ledger_id)
+            return True
+        draining = await self._marks.decommissioning()
+        bad = frozenset(mark.missing_replicas | (draining & plan.bookies_of(versioned.metadata)))
+        for _ in range(REPAIRS_PER_CLAIM_MAX):
+            repair_plan = plan.repairs_for(versioned.metadata, bad)
+            if repair_plan.open_fragment_affected and not repair_plan.repairs:
+                if self._now_ms() - mark.ctime_ms < self._settings.open_ledger_grace_ms:
+                    return False  # the writer's turn; the mark stays
+                versioned = await self._recover_open_ledger(versioned)
+                continue
+            if not repair_plan.repairs:
+                break
+            versioned = await self._repair(versioned, repair_plan.repairs[0], bad | draining)
+        if plan.bookies_of(versioned.metadata) & bad:
+            return False
+        if await self._marks.remove(mark):
+            self.stats.ledgers_replicated += 1
+            log.info("ledger %s fully replicated again (was on %s)", ledger_id,
+                     sorted(mark.missing_replicas))
+            return True
+        return False  # re-marked meanwhile: the next round looks again
+
+    async def _recover_open_ledger(
+        self, versioned: ledger_metadata.VersionedMetadata
+    ) -> ledger_metadata.VersionedMetadata:
+        log.info("ledger %s: open past openLedgerRereplicationGracePeriod with a lost bookie "
+                 "in its last fragment: fencing and closing it", versioned.metadata.ledger_id)
+        timeout_ms = int(self._settings.timeout_s * 1000)
+        settings = ClientSettings(add_entry_timeout_ms=timeout_ms,
+                                  read_entry_timeout_ms=timeout_ms)
+        return await ledger_recovery.recover(versioned, self._meta, self._pool, settings)
+
+    async def _repair(
+        self,
+        versioned: ledger_metadata.VersionedMetadata,
+        repair: plan.Repair,
+        avoid: frozenset[types.BookieId],
+    ) -> ledger_metadata.VersionedMetadata:
+        metadata = versioned.metadata
+        candidates = [placement.BookieInfo(b.bookie_id, b.rack, b.writable)
+                      for b in await registration.list_bookies(self._store)]
+        target = plan.replacement_for(candidates, repair.fragment.ensemble, repair.bad, avoid,
+                                      self._rng)
+        copied = await copier.copy_fragment(
+            self._pool, metadata, repair, target, avoid, batch=self._settings.entry_batch,
+            timeout_s=self._settings.timeout_s)
+        while True:
+            updated = plan.swapped(versioned.metadata, repair, target)
+            if updated is None:
+                # The fragment changed under us (ledger closed by its writer, or another
+                # actor moved it): plan again from the fresh metadata.
+                return versioned
+            try:
+                versioned = await self._meta.write(updated, versioned.version)
+            except errors.MetadataVersionError:
+                versioned = await self._meta.read(metadata.ledger_id)
+                continue
+            self.stats.fragments_replicated += 1
+            self.stats.entries_copied += copied.entries
+            self.stats.bytes_copied += copied.bytes
+            log.info("ledger %s: fragment from entry %s moved from %s to %s (%d entries)",
+                     metadata.ledger_id, repair.fragment.first, repair.bad, target,
+                     copied.entries)
+            return versioned
