@@ -2,13 +2,14 @@
 
 An append-only log of entries kept in a sequence of ledgers. The parts each
 have a file of their own: the ledger list and its CAS-written record
-(ledger_list.py), the add pipeline that completes adds in call order
+(ledger_list.py), the recovery of the ledger a previous owner was writing
+(recovery.py), the add pipeline that completes adds in call order
 (add_pipeline.py), the rollover to a new ledger (rollover.py), the trimming of
 consumed ledgers (trimmer.py, deciding with trimming.py), reads through the
-entry cache (ledger_reader.py) and the cursors (cursor.py, which see the
-managed ledger only through the small `cursor.CursorLedger` protocol). This
-file owns the life cycle (open, recover, terminate, close, delete), the state
-every part consults, and the cursors' registry.
+entry cache (ledger_reader.py) and the cursors (cursor_registry.py, cursor.py;
+a cursor sees the managed ledger only through the small `cursor.CursorLedger`
+protocol). This file owns the life cycle (open, terminate, close, delete) and
+the state every part consults.
 
 A lost CAS on the ledger list or a cursor, or a ledger fenced by another
 writer, means another broker took the topic over: this instance is fenced
@@ -20,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import uuid
 from collections.abc import Callable, Coroutine, Sequence
 
 from pulsar_bookie import errors as bookie_errors
@@ -34,11 +34,13 @@ from pulsar_broker.managed_ledger import (
     cache,
     config,
     cursor,
+    cursor_registry,
     errors,
     layout,
     ledger_list,
     ledger_reader,
     metadata,
+    recovery,
     rollover,
     trimmer,
 )
@@ -47,12 +49,6 @@ log = logging.getLogger(__name__)
 
 #: Ledger custom metadata key naming the managed ledger a ledger belongs to.
 MANAGED_LEDGER_TAG = "pulsar/managed-ledger"
-
-#: A recovered ledger whose client does not know its length is measured by reading it, in
-#: chunks of this many entries, at most RECOVERED_SIZE_SCAN_MAX of them (then extrapolated).
-SIZE_SCAN_CHUNK = 500
-RECOVERED_SIZE_SCAN_MAX = 20_000
-
 
 class State(enum.Enum):
     OPEN = "open"
@@ -93,9 +89,7 @@ class ManagedLedgerImpl:
         self._last_confirmed = api.Position(-1, -1)
         self._entry_waiters: set[asyncio.Future[None]] = set()
         self._background: set[asyncio.Task[None]] = set()
-        self._cursors: dict[str, cursor.ManagedCursorImpl] = {}
-        self._cursors_opening: dict[str, asyncio.Task[cursor.ManagedCursorImpl]] = {}
-        self._non_durable: set[cursor.ManagedCursorImpl] = set()
+        self._cursors = cursor_registry.CursorRegistry(self, self._list.meta)
         #: Entries added by this instance since it was opened (Pulsar's entriesAddedCounter).
         self.entries_added_counter = 0
 
@@ -165,7 +159,7 @@ class ManagedLedgerImpl:
     @property
     def cursors(self) -> Sequence[cursor.ManagedCursorImpl]:
         """The durable cursors (subscriptions); readers' cursors are not listed."""
-        return list(self._cursors.values())
+        return self._cursors.durable
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -174,7 +168,8 @@ class ManagedLedgerImpl:
         ledgers = await self._list.load()
         empty_last: int | None = None
         if ledgers:
-            ledgers[-1] = await self._recover_ledger(ledgers[-1])
+            ledgers[-1] = await recovery.recover_last_ledger(
+                self._name, self._client, ledgers[-1], self.password, self.now_ms)
             if ledgers[-1].entries == 0:
                 empty_last = ledgers.pop().ledger_id
         self._list.set_closed(ledgers)
@@ -188,28 +183,7 @@ class ManagedLedgerImpl:
                 await self._start_first_ledger(ledgers)
         if empty_last is not None:
             await self._delete_ledger_quietly(empty_last)
-        await self._load_cursors()
-
-    async def _recover_ledger(self, info: api.LedgerInfo) -> api.LedgerInfo:
-        """Fence and close the ledger the previous owner was writing; count what it holds."""
-        try:
-            handle = await self._client.open_ledger(
-                types.LedgerId(info.ledger_id), recovery=True, password=self.password
-            )
-        except bookie_errors.NoSuchLedgerError:
-            # As Pulsar does: a listed ledger whose metadata is gone holds nothing to keep.
-            log.warning("%s: last ledger %s no longer exists", self._name, info.ledger_id)
-            return api.LedgerInfo(info.ledger_id, 0, 0, self.now_ms())
-        except bookie_errors.BookieError as exc:
-            raise errors.NonRecoverableLedgerError(
-                f"{self._name}: cannot recover ledger {info.ledger_id}: {exc}"
-            ) from exc
-        entries = handle.last_add_confirmed + 1
-        size = handle.length if handle.length >= 0 else await _measure_size(handle, entries)
-        await handle.close()
-        if entries == info.entries and size == info.size:
-            return info
-        return api.LedgerInfo(info.ledger_id, entries, size, self.now_ms())
+        await self._cursors.load()
 
     async def _start_first_ledger(self, ledgers: list[api.LedgerInfo]) -> None:
         try:
@@ -229,14 +203,6 @@ class ManagedLedgerImpl:
         self._reader.set_current(handle)
         if self._last_confirmed.ledger_id < 0:
             self._last_confirmed = api.Position(handle.ledger_id, -1)
-
-    async def _load_cursors(self) -> None:
-        for cursor_name in await self.meta.cursor_names():
-            versioned = await self.meta.read_cursor(cursor_name)
-            if versioned is not None:
-                self._cursors[cursor_name] = cursor.ManagedCursorImpl.recover(
-                    self, cursor_name, versioned.value, versioned.version
-                )
 
     async def terminate(self) -> api.Position:
         """Refuse further adds, wait for those in flight, and record the last position."""
@@ -296,12 +262,8 @@ class ManagedLedgerImpl:
         await self.wait_idle()
         fenced = self._state is State.FENCED
         self._state = State.CLOSED
-        for each in list(self._cursors.values()) + list(self._non_durable):
-            try:
-                # A fenced instance must not overwrite the new owner's cursor records.
-                await each.close(flush=not fenced)
-            except errors.ManagedLedgerError as exc:
-                log.warning("%s: closing cursor %s failed: %s", self._name, each.name, exc)
+        # A fenced instance must not overwrite the new owner's cursor records.
+        await self._cursors.close_all(flush=not fenced)
         self.wake_readers()
         self._trimmer.cancel()
         for task in self._background:
@@ -431,15 +393,7 @@ class ManagedLedgerImpl:
         self, positions: Sequence[api.Position], max_bytes: int | None = None
     ) -> list[api.Entry]:
         """Entries at these positions (in order), stopping once max_bytes are gathered."""
-        entries: list[api.Entry] = []
-        size = 0
-        for ledger_id, first, last in _runs(positions):
-            for entry in await self._reader.read(ledger_id, first, last):
-                entries.append(entry)
-                size += len(entry.data)
-                if max_bytes is not None and size >= max_bytes:
-                    return entries
-        return entries
+        return await self._reader.read_positions(positions, max_bytes)
 
     def wait_for_entries(self) -> asyncio.Future[None]:
         """Resolves on the next added entry (or when the ledger closes or terminates)."""
@@ -459,61 +413,22 @@ class ManagedLedgerImpl:
         self, name: str, initial_position: api.InitialPosition = api.InitialPosition.LATEST
     ) -> cursor.ManagedCursorImpl:
         self._check_usable()
-        existing = self._cursors.get(name)
-        if existing is not None and not existing.is_closed:
-            return existing
-        opening = self._cursors_opening.get(name)
-        if opening is None:
-            opening = asyncio.ensure_future(self._open_cursor(name, initial_position))
-            self._cursors_opening[name] = opening
-            opening.add_done_callback(lambda _: self._cursors_opening.pop(name, None))
-        return await asyncio.shield(opening)
-
-    async def _open_cursor(
-        self, name: str, initial_position: api.InitialPosition
-    ) -> cursor.ManagedCursorImpl:
-        existing = self._cursors.get(name)
-        if existing is not None:
-            reopened = existing.reopen()
-        else:
-            if initial_position is api.InitialPosition.EARLIEST:
-                mark_delete = self.layout.previous_position(self.first_position)
-            else:
-                mark_delete = self._last_confirmed
-            reopened = await cursor.ManagedCursorImpl.create(self, name, mark_delete)
-        self._cursors[name] = reopened
-        return reopened
+        return await self._cursors.open(name, initial_position)
 
     def new_non_durable_cursor(
         self, start_position: api.Position, name: str | None = None, *, inclusive: bool = False
     ) -> cursor.ManagedCursorImpl:
         self._check_usable()
-        if start_position == api.EARLIEST:
-            mark_delete = self.layout.previous_position(self.first_position)
-        elif start_position == api.LATEST or start_position > self._last_confirmed:
-            mark_delete = self._last_confirmed
-        elif inclusive:
-            mark_delete = self.layout.previous_position(start_position)
-        else:
-            mark_delete = start_position
-        reader = cursor.ManagedCursorImpl(
-            self, name or f"reader-{uuid.uuid4().hex[:10]}", mark_delete, durable=False
-        )
-        self._non_durable.add(reader)
-        return reader
+        return self._cursors.new_non_durable(start_position, name, inclusive)
 
     async def delete_cursor(self, name: str) -> None:
-        found = self._cursors.pop(name, None)
-        if found is None:
-            raise errors.CursorNotFoundError(f"{self._name} has no cursor {name!r}")
-        await found.close(flush=False)
-        await self.meta.delete_cursor(name)
+        await self._cursors.delete(name)
         self.schedule_trim()
 
     # cursor.CursorLedger
 
     def cursor_closed(self, closed: cursor.ManagedCursorImpl) -> None:
-        self._non_durable.discard(closed)
+        self._cursors.closed(closed)
 
     async def write_cursor(
         self, name: str, info: metadata.CursorInfo, expected_version: int
@@ -546,8 +461,7 @@ class ManagedLedgerImpl:
         return self._state in (State.OPEN, State.TERMINATED)
 
     def slowest_mark_delete(self) -> api.Position | None:
-        positions = [c.mark_delete_position for c in self._cursors.values()]
-        return min(positions) if positions else None
+        return self._cursors.slowest_mark_delete()
 
     async def forget_ledger(self, ledger_id: int) -> None:
         await self._reader.forget(ledger_id)
@@ -570,28 +484,3 @@ class ManagedLedgerImpl:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-
-def _runs(positions: Sequence[api.Position]) -> list[tuple[int, int, int]]:
-    """Group positions into (ledger, first entry, last entry) runs of consecutive entries."""
-    runs: list[tuple[int, int, int]] = []
-    for position in positions:
-        if runs and runs[-1][0] == position.ledger_id and runs[-1][2] + 1 == position.entry_id:
-            runs[-1] = (runs[-1][0], runs[-1][1], position.entry_id)
-        else:
-            runs.append((position.ledger_id, position.entry_id, position.entry_id))
-    return runs
-
-
-async def _measure_size(handle: client_api.ReadHandle, entries: int) -> int:
-    """Bytes in a ledger's first `entries` entries (extrapolated past RECOVERED_SIZE_SCAN_MAX)."""
-    scanned = min(entries, RECOVERED_SIZE_SCAN_MAX)
-    size = 0
-    for first in range(0, scanned, SIZE_SCAN_CHUNK):
-        last = min(first + SIZE_SCAN_CHUNK, scanned) - 1
-        try:
-            size += sum(len(e.payload) for e in await handle.read(first, last))
-        except bookie_errors.BookieError as exc:
-            raise errors.NonRecoverableLedgerError(
-                f"cannot read ledger {handle.ledger_id} to measure it: {exc}"
-            ) from exc
-    return size if scanned == entries else size * entries // max(scanned, 1)

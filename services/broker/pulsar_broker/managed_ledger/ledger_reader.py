@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+from collections.abc import Sequence
 
 from pulsar_bookie import errors as bookie_errors
 from pulsar_bookie import types
@@ -60,6 +61,20 @@ class LedgerReader:
             result.extend(await self._read_from_ledger(ledger_id, entry_id, miss_end))
             entry_id = miss_end + 1
         return result
+
+    async def read_positions(
+        self, positions: Sequence[api.Position], max_bytes: int | None = None
+    ) -> list[api.Entry]:
+        """Entries at these positions (in order), stopping once max_bytes are gathered."""
+        entries: list[api.Entry] = []
+        size = 0
+        for ledger_id, first, last in _runs(positions):
+            for entry in await self.read(ledger_id, first, last):
+                entries.append(entry)
+                size += len(entry.data)
+                if max_bytes is not None and size >= max_bytes:
+                    return entries
+        return entries
 
     async def forget(self, ledger_id: int) -> None:
         """The ledger was deleted: close its handle and drop its cached entries."""
@@ -123,3 +138,15 @@ class LedgerReader:
         while len(self._handles) > READ_HANDLES_MAX:
             _, oldest = self._handles.popitem(last=False)
             asyncio.ensure_future(oldest.close())
+
+
+def _runs(positions: Sequence[api.Position]) -> list[tuple[int, int, int]]:
+    """Group positions into (ledger, first entry, last entry) runs of consecutive entries."""
+    runs: list[tuple[int, int, int]] = []
+    for position in positions:
+        if runs and runs[-1][0] == position.ledger_id and runs[-1][2] + 1 == position.entry_id:
+            runs[-1] = (runs[-1][0], runs[-1][1], position.entry_id)
+        else:
+            runs.append((position.ledger_id, position.entry_id, position.entry_id))
+    return runs
+
