@@ -104,6 +104,16 @@ class BrokerConfig:
         "see docs/design-choices.md)")
     allow_auto_subscription_creation: bool = setting("allowAutoSubscriptionCreation", True)
     broker_deduplication_enabled: bool = setting("brokerDeduplicationEnabled", False)
+    broker_service_compaction_monitor_interval_in_seconds: int = setting(
+        "brokerServiceCompactionMonitorIntervalInSeconds", 60,
+        "How often topics are checked against their compaction threshold")
+    broker_service_compaction_threshold_in_bytes: int = setting(
+        "brokerServiceCompactionThresholdInBytes", 0,
+        "Compact a topic once its compaction backlog exceeds this many bytes, unless its "
+        "namespace sets compaction_threshold (0: never automatically)")
+    topic_compaction_retain_null_key: bool = setting(
+        "topicCompactionRetainNullKey", False,
+        "Keep messages without a key in the compacted view (Apache drops them by default)")
     keep_alive_interval_seconds: int = setting(
         "keepAliveIntervalSeconds", 30,
         "Ping interval; a connection silent for one interval, or without CONNECT, is closed")

@@ -124,6 +124,31 @@ def _terminate(admin: client.AdminClient, args: argparse.Namespace) -> None:
     print(f"Topic successfully terminated at {last['ledgerId']}:{last['entryId']}")
 
 
+def _compact(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.put(topic_path(args.topic) + "/compaction")
+    print(f"Topic compaction requested for {args.topic}")
+
+
+#: Pause between two status requests of `compaction-status --wait-complete`.
+_COMPACTION_POLL_S = 1.0
+
+
+def _compaction_status(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    status = admin.get(topic_path(args.topic) + "/compaction")
+    while args.wait_complete and status.get("status") == "RUNNING":
+        time.sleep(_COMPACTION_POLL_S)
+        status = admin.get(topic_path(args.topic) + "/compaction")
+    state = status.get("status")
+    if state == "NOT_RUN":
+        print(f"Compaction has not been run for {args.topic} since broker startup")
+    elif state == "RUNNING":
+        print("Compaction is currently running")
+    elif state == "SUCCESS":
+        print("Compaction was a success")
+    else:
+        raise client.AdminError(500, f"Error compacting: {status.get('lastError', '')}")
+
+
 def _peek(admin: client.AdminClient, args: argparse.Namespace) -> None:
     peek.print_messages(admin, _sub_path(args), args.count)
 
@@ -183,6 +208,10 @@ def register(groups: Any) -> None:
     _topic_command(group, "bundle-range", "Get the namespace bundle a topic falls into",
                    _bundle_range)
     _topic_command(group, "terminate", "Terminate a topic (no more messages)", _terminate)
+    _topic_command(group, "compact", "Run compaction on a topic", _compact)
+    _topic_command(group, "compaction-status", "Get the status of a topic's compaction",
+                   _compaction_status).add_argument(
+        "-w", "--wait-complete", action="store_true", help="wait until compaction completes")
     _register_subscription_commands(group)
 
 

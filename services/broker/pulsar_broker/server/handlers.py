@@ -330,7 +330,8 @@ class Handlers:
         if not durable and request.HasField("start_message_id"):
             start, inclusive = self._start_position(request.start_message_id)
         subscription = await topic.subscribe(
-            request.subscription, sub_type, durable, initial, start, inclusive)
+            request.subscription, sub_type, durable, initial, start, inclusive,
+            read_compacted=request.read_compacted)
         consumer = Consumer(
             self.cnx, request.consumer_id, request.consumer_name or f"consumer-{request.consumer_id}",
             sub_type, request.priority_level, topic_name.partition_index,
@@ -462,11 +463,10 @@ class Handlers:
         handle = self.cnx.consumers.get(request.consumer_id)
         if handle is None:
             raise errors.NotFoundError("Consumer not found")
-        ledger = handle.topic.ledger
-        last = ledger.last_confirmed_entry
+        last, data = await handle.topic.last_entry(handle.subscription.cursor)
         batch_index = -1
-        if last.entry_id >= 0:
-            metadata = entry_info.parse_metadata((await ledger.read_entry(last)).data)
+        if data is not None:
+            metadata = entry_info.parse_metadata(data)
             if metadata.HasField("num_messages_in_batch"):
                 batch_index = metadata.num_messages_in_batch - 1
         last_id = wire_entry.message_id(last.ledger_id, last.entry_id,

@@ -24,6 +24,7 @@ from pulsar_broker.namespace.bundles import NamespaceBundle
 from pulsar_broker.namespace.ownership import BrokerUrls
 from pulsar_broker.namespace.service import NamespaceService
 from pulsar_broker.schema.registry import SchemaRegistry
+from pulsar_broker.topics.compaction import compactor
 from pulsar_broker.topics.persistent_topic import PersistentTopic
 from pulsar_broker.topics.policy_enforcer import PolicyEnforcer
 
@@ -119,12 +120,18 @@ class BrokerService:
     async def _load(self, name: naming.TopicName) -> PersistentTopic:
         await self.check_namespace(name.namespace_name)
         topic_policies = await self.policies.policies_of(name.namespace_name)
-        ledger = await self.ledger_factory.open(
-            name.persistence_name, self.policies.ledger_config(topic_policies))
+        ledger_config = self.policies.ledger_config(topic_policies)
+        ledger = await self.ledger_factory.open(name.persistence_name, ledger_config)
         topic = PersistentTopic(
             name, ledger, self.config.dispatcher_max_read_batch_size,
             self.config.subscription_redelivery_tracker_enabled,
             max_read_bytes=self.config.dispatcher_max_read_size_bytes,
+            compaction=None if self.ledger_client is None else compactor.TopicCompaction(
+                str(name), ledger, self.ledger_client,
+                quorum=compactor.LedgerQuorum(ledger_config.ensemble_size,
+                                              ledger_config.write_quorum,
+                                              ledger_config.ack_quorum),
+                retain_null_key=self.config.topic_compaction_retain_null_key),
         )
         self.policies.apply(topic, topic_policies)
         if await self.deduplication_enabled(name.namespace_name):

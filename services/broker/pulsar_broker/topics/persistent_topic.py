@@ -24,6 +24,8 @@ from pulsar_broker.subscriptions import dispatcher as dispatch
 from pulsar_broker.subscriptions.consumer import SubType
 from pulsar_broker.subscriptions.subscription import Subscription
 from pulsar_broker.topics import deduplication, policies, producer_access
+from pulsar_broker.topics.compaction import compactor
+from pulsar_broker.topics.compaction.compacted_cursor import CompactedCursor
 from pulsar_broker.topics.producer_access import AccessMode
 from pulsar_broker.web import hooks
 
@@ -57,7 +59,8 @@ class _Waiter:
 class PersistentTopic:
     def __init__(self, name: naming.TopicName, ledger: ml.ManagedLedger, max_read_batch: int,
                  track_redeliveries: bool = True,
-                 max_read_bytes: int = dispatch.MAX_READ_BYTES) -> None:
+                 max_read_bytes: int = dispatch.MAX_READ_BYTES,
+                 compaction: compactor.TopicCompaction | None = None) -> None:
         self.name = name
         self.ledger = ledger
         self.max_read_batch = max_read_batch
@@ -76,6 +79,8 @@ class PersistentTopic:
         stored = ledger.properties.get(producer_access.EPOCH_PROPERTY)
         self.access = producer_access.ProducerAccess(None if stored is None else int(stored))
         self._waiting: collections.deque[_Waiter] = collections.deque()
+        #: Compaction and the compacted view (None: this broker has no ledger client for it).
+        self.compaction = compaction
 
     def __str__(self) -> str:
         return str(self.name)
@@ -222,9 +227,18 @@ class PersistentTopic:
         initial_position: ml.InitialPosition,
         start_message_id: ml.Position | None,
         start_inclusive: bool,
+        read_compacted: bool = False,
     ) -> Subscription:
+        """The subscription, created when new. With read_compacted, it reads the compacted
+        view up to the compaction horizon (Exclusive and Failover only, as Apache)."""
+        if read_compacted and sub_type in (SubType.SHARED, SubType.KEY_SHARED):
+            raise errors.NotAllowedError(
+                "readCompacted only allowed on failover or exclusive subscriptions")
         existing = self.subscriptions.get(name)
         if existing is not None:
+            if read_compacted and not existing.consumers and not isinstance(
+                    existing.cursor, CompactedCursor):
+                return await self._read_compacted(existing)
             return existing
         if durable:
             cursor = await self.ledger.open_cursor(name, initial_position)
@@ -239,6 +253,8 @@ class PersistentTopic:
                                     else ml.LATEST)
             cursor = self.ledger.new_non_durable_cursor(start_message_id, name,
                                                         inclusive=start_inclusive)
+        if read_compacted:
+            cursor = await self._compacted_cursor(cursor)
         subscription = Subscription(
             str(self.name), name, cursor, sub_type, self.name.partition_index,
             self.max_read_batch, self.track_redeliveries, delayed_settings=self.policies.delayed,
@@ -246,6 +262,51 @@ class PersistentTopic:
         )
         self.subscriptions[name] = subscription
         return subscription
+
+    async def _compacted_cursor(self, cursor: ml.ManagedCursor) -> ml.ManagedCursor:
+        if self.compaction is None:
+            return cursor
+        return CompactedCursor(cursor, self.compaction.view, await self.compaction.view())
+
+    async def _read_compacted(self, existing: Subscription) -> Subscription:
+        """An idle subscription (loaded after a restart) gets a consumer that reads compacted:
+        it is rebuilt over the same cursor, reading through the compacted view."""
+        await existing.close()
+        subscription = Subscription(
+            str(self.name), existing.name, await self._compacted_cursor(existing.cursor),
+            existing.sub_type, self.name.partition_index, self.max_read_batch,
+            self.track_redeliveries, delayed_settings=self.policies.delayed,
+            max_read_bytes=self.max_read_bytes)
+        self.subscriptions[existing.name] = subscription
+        return subscription
+
+    async def last_entry(self, cursor: ml.ManagedCursor) -> tuple[ml.Position, bytes | None]:
+        """The last message a consumer on this cursor can get (GET_LAST_MESSAGE_ID) and its
+        bytes (None when there is none). A compacted reader whose topic has nothing after
+        the compaction horizon gets the compacted ledger's last entry, as Apache answers:
+        otherwise a key deleted at the end would make it wait for a message never sent."""
+        last = self.ledger.last_confirmed_entry
+        if isinstance(cursor, CompactedCursor) and self.compaction is not None:
+            view = await self.compaction.view()
+            if view is not None and last <= view.horizon:
+                if not view.positions:
+                    return ml.EARLIEST, None
+                entry = (await view.read_from(view.positions[-1], 1))[0]
+                return entry.position, entry.data
+        if last.entry_id < 0:
+            return last, None
+        return last, (await self.ledger.read_entry(last)).data
+
+    # Compaction
+
+    def compact(self) -> None:
+        """Start compacting in the background (pulsar-admin topics compact)."""
+        if self.compaction is None:
+            raise errors.NotAllowedError("Topic compaction needs a ledger client on this broker")
+        task = self.compaction.trigger()
+        # The `__compaction` cursor is a subscription, listed as Apache lists it.
+        task.add_done_callback(lambda _t: None if self.closed else asyncio.ensure_future(
+            self.load_durable_subscriptions()))
 
     async def create_subscription(self, name: str, position: ml.Position | None) -> None:
         """Admin: create a durable subscription at a position (latest by default)."""
@@ -317,6 +378,8 @@ class PersistentTopic:
         for subscription in list(self.subscriptions.values()):
             await subscription.close()
         self.subscriptions.clear()
+        if self.compaction is not None:
+            await self.compaction.close()
         await self.ledger.close()
 
     async def delete(self, force: bool = False) -> None:
@@ -329,6 +392,8 @@ class PersistentTopic:
         for subscription in list(self.subscriptions.values()):
             await subscription.close()
         self.subscriptions.clear()
+        if self.compaction is not None:
+            await self.compaction.delete()
         await self.ledger.delete()
 
     # Stats
@@ -352,6 +417,12 @@ class PersistentTopic:
             "subscriptions": {name: s.stats() for name, s in self.subscriptions.items()},
             "replication": {},
             "deduplicationStatus": "Enabled" if self.deduplication else "Disabled",
+            **({} if self.compaction is None else {"compaction": {
+                "lastCompactionRemovedEventCount": self.compaction.removed_event_count,
+                "lastCompactionSucceedTimestamp": self.compaction.succeed_timestamp_ms,
+                "lastCompactionFailedTimestamp": self.compaction.failed_timestamp_ms,
+                "lastCompactionDurationTimeInMills": self.compaction.duration_ms,
+            }}),
         }
 
     def backlog_size(self) -> int:
@@ -387,4 +458,13 @@ class PersistentTopic:
                 }
                 for c in ledger.cursors
             },
+            **self._compacted_ledger_stats(),
         }
+
+    def _compacted_ledger_stats(self) -> dict[str, Any]:
+        view = None if self.compaction is None else self.compaction.loaded_view
+        if view is None:
+            return {}
+        return {"compactedLedger": {"ledgerId": view.ledger_id, "entries": len(view.positions),
+                                    "size": view.handle.length, "offloaded": False,
+                                    "underReplicated": False}}

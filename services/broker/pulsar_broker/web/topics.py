@@ -231,12 +231,20 @@ async def terminate_topic(request: web.Request) -> web.Response:
 
 @routes.get(TOPIC + "/compaction")
 async def compaction_status(request: web.Request) -> web.Response:
-    """This broker never compacts topics, so compaction has never run."""
-    await topic_access.existing(rest.service(request), rest.topic_name(request))
-    return rest.ok_json({"status": "NOT_RUN", "lastError": ""})
+    """Apache's LongRunningProcessStatus of the topic's last compaction on this broker."""
+    topic = await topic_access.existing(rest.service(request), rest.topic_name(request))
+    compaction = topic.compaction
+    if compaction is None:
+        return rest.ok_json({"status": "NOT_RUN", "lastError": ""})
+    return rest.ok_json({"status": compaction.status.value, "lastError": compaction.last_error})
 
 
 @routes.put(TOPIC + "/compaction")
 async def trigger_compaction(request: web.Request) -> web.Response:
-    await topic_access.existing(rest.service(request), rest.topic_name(request))
-    raise errors.NotAllowedError("Topic compaction is not supported by this broker")
+    """Start compacting (409 while a compaction runs); answers at once, as Apache does."""
+    name = rest.topic_name(request)
+    service = rest.service(request)
+    await topic_access.refuse_partitioned(service, name, "Compaction")
+    topic = await topic_access.existing(service, name)
+    topic.compact()
+    return rest.no_content()

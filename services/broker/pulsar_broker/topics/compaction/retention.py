@@ -1,0 +1,154 @@
+"""Which messages a compaction keeps: the latest per key, unless that one deletes the key.
+
+A pure core over the messages of a topic read in log order. Phase one feeds
+every message to `LatestByKey`; phase two asks, message by message, whether
+it is the one to keep, and `compact_entry` rewrites a stored entry with only
+its kept messages. A message is identified by its entry's position and its
+index in the batch (-1 for an entry that is not a batch).
+
+Apache's rules: the key is the message's partition key; an empty payload (or
+`null_value`) is a tombstone that removes the key; messages without a key are
+dropped unless topicCompactionRetainNullKey is set.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from pulsar_common.wire import batch, errors
+from pulsar_common.wire import entry as wire_entry
+from pulsar_common.wire import pulsar_api_pb2 as pb
+
+from pulsar_broker.managed_ledger import api as ml
+
+_U32 = struct.Struct(">I")
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class MessageRef:
+    position: ml.Position
+    batch_index: int
+
+
+@dataclass(frozen=True, slots=True)
+class KeyedMessage:
+    """What compaction needs to know of one message."""
+
+    ref: MessageRef
+    #: The partition key; None when the message has none.
+    key: str | None
+    tombstone: bool
+
+
+class LatestByKey:
+    """Phase one: the newest message of each key still alive (tombstones remove it)."""
+
+    def __init__(self) -> None:
+        self._latest: dict[str, MessageRef] = {}
+
+    def add(self, message: KeyedMessage) -> None:
+        if message.key is None:
+            return
+        if message.tombstone:
+            self._latest.pop(message.key, None)
+        else:
+            self._latest[message.key] = message.ref
+
+    def keeps(self, message: KeyedMessage, retain_null_key: bool) -> bool:
+        if message.key is None:
+            return retain_null_key
+        return self._latest.get(message.key) == message.ref
+
+    def __len__(self) -> int:
+        return len(self._latest)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadEntry:
+    """A stored entry opened up: its metadata and messages (None: not readable inside)."""
+
+    position: ml.Position
+    data: bytes
+    metadata: pb.MessageMetadata
+    messages: list[batch.SingleMessage] | None
+
+
+def open_entry(position: ml.Position, data: bytes) -> ReadEntry:
+    """Parse an entry's messages, decompressing a batch. An encrypted batch cannot be
+    read inside (messages None); an unreadable entry raises a WireError."""
+    metadata = wire_entry.parse_entry_metadata(data)
+    if len(metadata.encryption_keys) > 0:
+        if wire_entry.is_batch(metadata):
+            return ReadEntry(position, data, metadata, None)
+        # The key of a single encrypted message is in its clear metadata.
+        payload = wire_entry.entry_payload(data)
+        single = pb.SingleMessageMetadata(payload_size=len(payload))
+        if metadata.HasField("partition_key"):
+            single.partition_key = metadata.partition_key
+        single.null_value = metadata.null_value
+        # Only whether the payload is empty matters (a tombstone), not what it holds.
+        return ReadEntry(position, data, metadata,
+                         [batch.SingleMessage(-1, single, bytes(payload[:1]))])
+    _, messages = batch.read_messages(data)
+    return ReadEntry(position, data, metadata, messages)
+
+
+def keyed_messages(entry: ReadEntry) -> list[KeyedMessage]:
+    """The entry's messages as compaction sees them; none for an unreadable batch."""
+    if entry.messages is None:
+        return []
+    return [
+        KeyedMessage(
+            MessageRef(entry.position, m.batch_index),
+            m.metadata.partition_key if m.metadata.HasField("partition_key") else None,
+            m.metadata.null_value or len(m.payload) == 0,
+        )
+        for m in entry.messages
+    ]
+
+
+def compact_entry(entry: ReadEntry, latest: LatestByKey, retain_null_key: bool) -> bytes | None:
+    """Phase two: the entry to write to the compacted ledger, or None to drop it.
+
+    An entry whose messages all stay is kept byte for byte. A batch that loses
+    some is rewritten with the survivors only, uncompressed (their batch
+    indexes are renumbered). An encrypted batch is kept whole: its keys cannot
+    be read.
+    """
+    if entry.messages is None:
+        return entry.data
+    kept = [m for m, keyed in zip(entry.messages, keyed_messages(entry), strict=True)
+            if latest.keeps(keyed, retain_null_key)]
+    if not kept:
+        return None
+    if len(kept) == len(entry.messages):
+        return entry.data
+    return rebatch(entry.metadata, kept)
+
+
+def rebatch(metadata: pb.MessageMetadata, messages: list[batch.SingleMessage]) -> bytes:
+    """An uncompressed batch entry of these messages under a copy of metadata."""
+    parts: list[bytes] = []
+    for message in messages:
+        single = pb.SingleMessageMetadata()
+        single.CopyFrom(message.metadata)
+        single.payload_size = len(message.payload)
+        encoded = single.SerializeToString()
+        parts += [_U32.pack(len(encoded)), encoded, message.payload]
+    payload = b"".join(parts)
+    outer = pb.MessageMetadata()
+    outer.CopyFrom(metadata)
+    outer.num_messages_in_batch = len(messages)
+    outer.compression = pb.NONE
+    outer.uncompressed_size = len(payload)
+    encoded_outer = outer.SerializeToString()
+    return b"".join((_U32.pack(len(encoded_outer)), encoded_outer, payload))
+
+
+def readable(position: ml.Position, data: bytes) -> ReadEntry | None:
+    """open_entry, or None for an entry no client could read (it is dropped)."""
+    try:
+        return open_entry(position, data)
+    except errors.WireError:
+        return None
