@@ -3,7 +3,9 @@
 Pure: takes the custom resource, what was observed of its StatefulSets and
 the time, and decides. The bookie scale-down hold lives here: a lower
 spec.bookkeeper.replicas never shrinks the bookie StatefulSet (that would
-lose ledger replicas) until a decommission loop drains bookies first.
+lose ledger replicas); the decommission loop (loops/decommission.py) drains
+bookies and shrinks it one at a time, and this reconcile then holds it at its
+new size. With spec.decommission.enabled false it stays held, Degraded.
 
 This release has no functions worker: spec.functionsWorker.enabled renders
 nothing and is answered by a FunctionsWorkerAvailable=False condition, while
@@ -25,7 +27,8 @@ COMPONENT_STATUS_KEYS = {
     naming.PROXY: "proxy",
     naming.FUNCTIONS_WORKER: "functionsWorker",
 }
-HELD_REASON = "DecommissionNotAvailable"
+HELD_REASON = "DecommissionDisabled"
+DECOMMISSIONING_REASON = "DecommissioningBookies"
 FUNCTIONS_WORKER_AVAILABLE = "FunctionsWorkerAvailable"
 FUNCTIONS_WORKER_NOT_AVAILABLE = "NotInThisRelease"
 
@@ -142,8 +145,10 @@ def functions_worker_condition(spec: cluster_spec.ClusterSpec) -> list[condition
 
 
 def _conditions(
-    wanted: dict[str, int], observed: dict[str, ObservedSet | None], held: bool, bookies: int, spec_bookies: int
+    wanted: dict[str, int], observed: dict[str, ObservedSet | None], held: bool, bookies: int,
+    spec: cluster_spec.ClusterSpec,
 ) -> list[conditions.Condition]:
+    spec_bookies = spec.bookkeeper.component.replicas
     waiting = [
         f"{component} {seen.ready_replicas if seen else 0}/{replicas} ready"
         for component, replicas in wanted.items()
@@ -158,11 +163,18 @@ def _conditions(
     else:
         result += [conditions.Condition(conditions.READY, True, "AllComponentsReady", "every component is ready"),
                    conditions.Condition(conditions.PROGRESSING, False, "AllComponentsReady", "")]
-    if held:
+    decommissioning = held and bool(spec.decommission.get("enabled", True))
+    if decommissioning:
+        message = (f"spec.bookkeeper.replicas={spec_bookies}, {bookies} bookies running: decommissioning one at "
+                   "a time (see the BookieDecommission condition)")
+        result = [c for c in result if c.type != conditions.PROGRESSING]
+        result.append(conditions.Condition(conditions.PROGRESSING, True, DECOMMISSIONING_REASON, message))
+        result.append(conditions.Condition(conditions.DEGRADED, False, DECOMMISSIONING_REASON, message))
+    elif held:
         result.append(conditions.Condition(
             conditions.DEGRADED, True, HELD_REASON,
             f"spec.bookkeeper.replicas={spec_bookies} is below the {bookies} bookies running; the scale-down is "
-            "held (the StatefulSet keeps its size) until bookie decommission is available",
+            "held (the StatefulSet keeps its size) because spec.decommission.enabled is false",
         ))
     else:
         result.append(conditions.Condition(conditions.DEGRADED, False, "AsExpected", ""))
@@ -187,7 +199,7 @@ def reconcile(body: dict[str, Any], observed: dict[str, ObservedSet | None], now
     objects = desired_objects(body, spec, bookies)
     present = {plan.ObjectRef.of(obj) for obj in objects}
     deletions = tuple(ref for ref in all_child_refs(spec) if ref not in present)
-    conds = _conditions(wanted, observed, held, bookies, spec.bookkeeper.component.replicas)
+    conds = _conditions(wanted, observed, held, bookies, spec)
     conds += functions_worker_condition(spec)
     status: dict[str, Any] = {
         "observedGeneration": generation,

@@ -77,6 +77,9 @@ class ClusterSpec:
     decommission: dict[str, Any]
     #: persistentVolumeClaimRetentionPolicy.whenDeleted of the etcd and bookie StatefulSets.
     claims_when_deleted: str = "Retain"
+    #: persistentVolumeClaimRetentionPolicy.whenScaled: Delete makes the decommission loop delete a
+    #: removed bookie's claims once it is drained and gone (the StatefulSets keep Retain).
+    claims_when_scaled: str = "Retain"
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -133,6 +136,8 @@ def parse(body: dict[str, Any]) -> ClusterSpec:
         decommission=_dict(spec.get("decommission")),
         claims_when_deleted=str(
             _dict(spec.get("persistentVolumeClaimRetentionPolicy")).get("whenDeleted") or "Retain"),
+        claims_when_scaled=str(
+            _dict(spec.get("persistentVolumeClaimRetentionPolicy")).get("whenScaled") or "Retain"),
     )
 
 
@@ -187,9 +192,9 @@ def validate(body: dict[str, Any]) -> list[str]:
         problems.append(f"spec.etcd.replicas must be odd and >= 1, got {spec.etcd.replicas}")
     if spec.proxy.service_type not in ("ClusterIP", "NodePort", "LoadBalancer"):
         problems.append(f"spec.proxy.serviceType must be ClusterIP, NodePort or LoadBalancer, got {spec.proxy.service_type}")
-    if spec.claims_when_deleted not in ("Retain", "Delete"):
-        problems.append("spec.persistentVolumeClaimRetentionPolicy.whenDeleted must be Retain or "
-                        f"Delete, got {spec.claims_when_deleted}")
+    for when, value in (("whenDeleted", spec.claims_when_deleted), ("whenScaled", spec.claims_when_scaled)):
+        if value not in ("Retain", "Delete"):
+            problems.append(f"spec.persistentVolumeClaimRetentionPolicy.{when} must be Retain or Delete, got {value}")
     if not spec.name:
         problems.append("metadata.name is required")
     return problems

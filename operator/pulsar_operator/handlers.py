@@ -8,12 +8,14 @@ correct drift in Pulsar (tenants and namespaces edited behind our back).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
 import kopf
 
 from pulsar_operator import admin, errors, kube, naming, services
+from pulsar_operator.loops import report, runner
 
 KINDS = {
     "cluster": (naming.GROUP, naming.VERSION, "pulsarclusters"),
@@ -31,6 +33,13 @@ class Runtime:
         self.config = config
         self.connection: kopf.ConnectionInfo | None = None
         self._client: kube.KubeClient | None = None
+        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+
+    def lock(self, body: kopf.Body) -> asyncio.Lock:
+        """One lock per object: its change handler and its timer never reconcile it at once
+        (the bookie loops scale StatefulSets the reconcile also writes)."""
+        key = (str(body.metadata.namespace), str(body.metadata.name))
+        return self._locks.setdefault(key, asyncio.Lock())
 
     def set_connection(self, info: kopf.ConnectionInfo | None) -> None:
         """kopf logs in again when credentials expire; our client follows."""
@@ -124,7 +133,13 @@ def _timer(registry: kopf.OperatorRegistry, key: str, fn: Any, interval: float) 
 
 def _register_cluster(registry: kopf.OperatorRegistry, runtime: Runtime, interval: float) -> None:
     async def reconcile(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
-        status = await services.reconcile_cluster(services.plain(body), runtime.client(), admin.AdminClient)
+        def post(event: report.Event) -> None:
+            kopf.event(body, type=event.type, reason=event.reason, message=event.message)
+
+        async with runtime.lock(body):
+            plain = services.plain(body)
+            status = await services.reconcile_cluster(plain, runtime.client(), admin.AdminClient)
+            status = await runner.run(plain, status, runtime.client(), post, services.now_iso())
         _set_status(patch, body, status)
 
     _changes(registry, "cluster", reconcile, "reconcile")

@@ -25,6 +25,8 @@ PLURALS: dict[tuple[str, str], str] = {
     ("v1", "ConfigMap"): "configmaps",
     ("v1", "Service"): "services",
     ("v1", "Secret"): "secrets",
+    ("v1", "Pod"): "pods",
+    ("v1", "PersistentVolumeClaim"): "persistentvolumeclaims",
     ("apps/v1", "StatefulSet"): "statefulsets",
     ("policy/v1", "PodDisruptionBudget"): "poddisruptionbudgets",
     ("autoscaling/v2", "HorizontalPodAutoscaler"): "horizontalpodautoscalers",

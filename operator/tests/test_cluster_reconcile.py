@@ -246,16 +246,27 @@ def test_an_invalid_spec_is_reported_and_changes_nothing(example: Example, chang
     assert plan.status["observedGeneration"] == 1
 
 
-def test_a_lower_bookie_count_is_held_with_a_condition(example: Example) -> None:
+def test_a_lower_bookie_count_keeps_the_statefulset_for_the_decommission_loop(example: Example) -> None:
     body = cluster(example, bookkeeper__replicas=2)
     observed = {naming.BOOKIE: ObservedSet(spec_replicas=3, replicas=3, ready_replicas=3)}
     plan = cluster_reconcile.reconcile(body, observed, NOW)
     assert by(plan.objects, "StatefulSet", "pulsar-mini-bookie")["spec"]["replicas"] == 3
-    degraded = condition(plan.status, "Degraded")
-    assert (degraded["status"], degraded["reason"]) == ("True", "DecommissionNotAvailable")
-    assert "spec.bookkeeper.replicas=2" in degraded["message"]
+    progressing = condition(plan.status, "Progressing")
+    assert (progressing["status"], progressing["reason"]) == ("True", "DecommissioningBookies")
+    assert condition(plan.status, "Degraded")["status"] == "False"
     assert plan.status["heldBookieReplicas"] == 3
     assert plan.status["components"]["bookkeeper"]["desiredReplicas"] == 3
+
+
+def test_a_lower_bookie_count_with_decommission_disabled_is_held_and_degraded(example: Example) -> None:
+    body = cluster(example, bookkeeper__replicas=2)
+    body["spec"]["decommission"] = {"enabled": False}
+    observed = {naming.BOOKIE: ObservedSet(spec_replicas=3, replicas=3, ready_replicas=3)}
+    plan = cluster_reconcile.reconcile(body, observed, NOW)
+    assert by(plan.objects, "StatefulSet", "pulsar-mini-bookie")["spec"]["replicas"] == 3
+    degraded = condition(plan.status, "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("True", "DecommissionDisabled")
+    assert "spec.bookkeeper.replicas=2" in degraded["message"]
 
 
 @pytest.mark.parametrize(("wanted", "current", "applied"), [(4, 3, 4), (3, 3, 3), (3, None, 3)])

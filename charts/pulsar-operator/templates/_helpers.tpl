@@ -97,16 +97,17 @@ namespace (events).
 - apiGroups: ["autoscaling"]
   resources: ["horizontalpodautoscalers"]
   verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
-# Jobs and Pods are for the controller loops that come next (bookie
-# decommission, autorecovery).
-- apiGroups: ["batch"]
-  resources: ["jobs"]
-  verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
-# Pods are only read.
+# Pods are only read (the bookie loops watch bookie pods).
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["get", "list", "watch"]
-# kopf posts Kubernetes events about handler progress and failures.
+# The decommission loop deletes a removed bookie's claims when
+# persistentVolumeClaimRetentionPolicy.whenScaled is Delete.
+- apiGroups: [""]
+  resources: ["persistentvolumeclaims"]
+  verbs: ["get", "list", "delete"]
+# kopf posts Kubernetes events about handler progress and failures; the
+# controller loops post one per decision.
 - apiGroups: ["", "events.k8s.io"]
   resources: ["events"]
   verbs: ["create"]

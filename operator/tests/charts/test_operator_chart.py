@@ -23,8 +23,8 @@ OPERATOR_USES: dict[tuple[str, str], set[str]] = {
     ("", "configmaps"): ALL_VERBS_ON_OWNED,
     ("policy", "poddisruptionbudgets"): ALL_VERBS_ON_OWNED,
     ("autoscaling", "horizontalpodautoscalers"): ALL_VERBS_ON_OWNED,
-    ("batch", "jobs"): ALL_VERBS_ON_OWNED,
     ("", "pods"): {"get", "list", "watch"},
+    ("", "persistentvolumeclaims"): {"get", "list", "delete"},
     ("", "events"): {"create"},
 }
 
