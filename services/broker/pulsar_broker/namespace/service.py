@@ -1,7 +1,9 @@
 """Namespace service: which broker serves a topic, and taking or giving up bundles.
 
 A lookup finds the topic's bundle and its owner. A bundle nobody owns goes to
-the live broker owning the fewest bundles: when that is this broker it takes
+the broker an unload named as its destination (recorded under
+/loadbalance/bundle-destinations for a minute), else to the live broker owning
+the fewest bundles: when that is this broker it takes
 the bundle, otherwise it asks that broker over HTTP (an authoritative lookup,
 which makes the other broker take it) and answers with the result. Apache's
 brokers redirect the client instead; the client ends up at the same owner
@@ -16,7 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
+import time
 import urllib.parse
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -24,6 +28,7 @@ from typing import Any
 import aiohttp
 from pulsar_common import naming
 from pulsar_common.metadata import api as md
+from pulsar_common.metadata import errors as md_errors
 
 from pulsar_broker import errors, resources
 from pulsar_broker.namespace import bundles, registry
@@ -34,8 +39,16 @@ log = logging.getLogger(__name__)
 
 #: How long a broker waits for another broker to answer an authoritative lookup.
 FORWARD_TIMEOUT_S = 10.0
+#: Where an unload with a destination broker records it until the destination takes the bundle.
+DESTINATIONS_ROOT = "/loadbalance/bundle-destinations"
+#: A recorded destination older than this is ignored (its broker never took the bundle).
+DESTINATION_TTL_MS = 60_000
 
 BundlesLost = Callable[[list[NamespaceBundle]], Awaitable[None]]
+
+
+def _destination_path(bundle: NamespaceBundle) -> str:
+    return f"{DESTINATIONS_ROOT}/{bundle.namespace}/{bundle.range}"
 
 
 def _tie_break(bundle: NamespaceBundle, broker: BrokerUrls) -> bytes:
@@ -133,7 +146,7 @@ class NamespaceService:
         if owner is not None:
             return owner
         if authoritative:
-            return await self.ownership.try_acquire(bundle)
+            return await self._take(bundle)
         candidate = await self._choose_broker(bundle)
         if candidate != self.me:
             answer = await self._ask_to_take(candidate, topic)
@@ -142,14 +155,45 @@ class NamespaceService:
                 return await self.ownership.owner(bundle) or answer
             log.warning("broker %s did not take bundle %s; taking it here",
                         candidate.http_url, bundle)
-        return await self.ownership.try_acquire(bundle)
+        return await self._take(bundle)
+
+    async def _take(self, bundle: NamespaceBundle) -> BrokerUrls:
+        owner = await self.ownership.try_acquire(bundle)
+        if owner == self.me:
+            try:
+                await self.store.delete(_destination_path(bundle))
+            except md_errors.NotFoundError:
+                pass
+            except md_errors.MetadataStoreError as exc:
+                log.warning("could not clear the recorded destination of %s: %r", bundle, exc)
+        return owner
 
     async def _choose_broker(self, bundle: NamespaceBundle) -> BrokerUrls:
-        live = list((await registry.live_brokers(self.store)).values())
+        """The destination an unload named for the bundle, if that broker is live; else the
+        live broker owning the fewest bundles."""
+        brokers = await registry.live_brokers(self.store)
+        destination = await self._recorded_destination(bundle)
+        if destination is not None and destination in brokers:
+            return brokers[destination]
+        live = list(brokers.values())
         if not live:
             return self.me
         load = await self.ownership.count_by_owner()
         return min(live, key=lambda b: (load.get(b, 0), _tie_break(bundle, b)))
+
+    async def set_destination(self, bundle: NamespaceBundle, broker_id: str) -> None:
+        """Make broker_id the bundle's next owner (before this broker unloads it)."""
+        value = {"brokerId": broker_id, "timestamp": int(time.time() * 1000)}
+        await self.store.put(_destination_path(bundle), json.dumps(value).encode())
+
+    async def _recorded_destination(self, bundle: NamespaceBundle) -> str | None:
+        found = await self.store.get(_destination_path(bundle))
+        if found is None:
+            return None
+        value = json.loads(found.value)
+        if time.time() * 1000 - int(value.get("timestamp", 0)) > DESTINATION_TTL_MS:
+            return None
+        return str(value["brokerId"])
 
     def _session(self) -> aiohttp.ClientSession:
         if self._http is None:

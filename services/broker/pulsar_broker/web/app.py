@@ -18,6 +18,7 @@ from pulsar_broker import errors
 from pulsar_broker.managed_ledger import errors as ml_errors
 from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.web import (
+    broker_stats,
     brokers,
     bundles,
     clusters,
@@ -78,6 +79,7 @@ def create_app(service: BrokerService) -> web.Application:
                    brokers, schemas):
         app.router.add_routes(module.routes)
     rates.install(app, service)
+    broker_stats.install(app, service)
     metrics.install(app, service)
     functions.install(app)
     return app

@@ -22,7 +22,7 @@ from pulsar_common.wire import pulsar_api_pb2 as pb
 from pulsar_broker import errors
 from pulsar_broker.service import broker_service
 from pulsar_broker.service.broker_service import BrokerService
-from pulsar_broker.web import rest
+from pulsar_broker.web import broker_stats, rest
 
 routes = web.RouteTableDef()
 
@@ -89,13 +89,11 @@ async def active_brokers(request: web.Request) -> web.Response:
 
 @routes.get("/admin/v2/brokers/leaderBroker")
 async def leader_broker(request: web.Request) -> web.Response:
-    """The live broker with the smallest id. Nothing is decided by a leader yet (each
-    broker assigns unowned bundles itself), so this only names one broker consistently."""
-    live = await rest.service(request).namespaces.live_brokers()
-    if not live:
-        raise errors.NotFoundError("No live broker")
-    broker_id = min(live)
-    return rest.ok_json({"serviceUrl": live[broker_id].http_url, "brokerId": broker_id})
+    """The broker elected at /loadbalance/leader (it runs the load balancer)."""
+    leader = await request.app[broker_stats.LOAD_MANAGER].leader()
+    if leader is None:
+        raise errors.NotFoundError("No leader broker")
+    return rest.ok_json(leader)
 
 
 @routes.get("/admin/v2/brokers/version")

@@ -1,5 +1,6 @@
-"""Namespace bundles over the admin API: unload, and the namespace-wide operations that must
-run on whichever broker owns each bundle (clear backlog, unsubscribe).
+"""Namespace bundles over the admin API: unload (optionally to a destination broker), split,
+and the namespace-wide operations that must run on whichever broker owns each bundle (clear
+backlog, unsubscribe).
 
 A namespace-wide request does the work for the bundles this broker owns (or
 that nobody owns) and sends the per-bundle request to the owner of each
@@ -14,6 +15,10 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from pulsar_broker import errors
+from pulsar_broker.loadbalance import settings as lb_settings
+from pulsar_broker.loadbalance import splitting
+from pulsar_broker.namespace import bundles as namespace_bundles
+from pulsar_broker.namespace import split as namespace_split
 from pulsar_broker.namespace.bundles import NamespaceBundle
 from pulsar_broker.namespace.ownership import BrokerUrls
 from pulsar_broker.service.broker_service import BrokerService
@@ -84,7 +89,57 @@ async def unload_namespace(request: web.Request) -> web.Response:
 
 @routes.put(BUNDLE + "/unload")
 async def unload_bundle(request: web.Request) -> web.Response:
-    await _one_bundle(request, _unload)
+    """With destinationBroker (a broker id, host:webPort), the bundle's next owner is that
+    broker: the next lookup of any of its topics lands there."""
+    destination = request.query.get("destinationBroker")
+    if not destination:
+        await _one_bundle(request, _unload)
+        return rest.no_content()
+    service = rest.service(request)
+    if destination not in await service.namespaces.live_brokers():
+        raise errors.PreconditionFailedError(f"Destination broker {destination} is not active")
+
+    async def unload_to(service: BrokerService, bundle: NamespaceBundle) -> None:
+        if service.namespaces.ownership.owns(bundle):
+            await service.namespaces.set_destination(bundle, destination)
+            await service.unload_bundle(bundle)
+
+    await _one_bundle(request, unload_to)
+    return rest.no_content()
+
+
+# Split
+
+@routes.put(BUNDLE + "/split")
+async def split_bundle(request: web.Request) -> web.Response:
+    """Split the bundle in two where splitAlgorithmName says (the broker's
+    defaultNamespaceBundleSplitAlgorithm by default); with unload=true both halves are
+    then unloaded, so lookups may place them on other brokers."""
+    service = rest.service(request)
+    algorithm = (request.query.get("splitAlgorithmName")
+                 or service.config.default_namespace_bundle_split_algorithm)
+    if algorithm not in lb_settings.SPLIT_ALGORITHMS:
+        raise errors.PreconditionFailedError(
+            f"Unsupported namespace bundle split algorithm, supported algorithms are "
+            f"{list(lb_settings.SPLIT_ALGORITHMS)}")
+    unload = rest.query_flag(request, "unload")
+    ns = rest.namespace_name(request)
+    await service.check_namespace(ns)
+    bundle = await service.namespaces.find_bundle(ns, request.match_info["bundle"])
+    owner = await service.namespaces.owner_of(bundle)
+    if owner is None:
+        owner = await service.namespaces.ownership.try_acquire(bundle)
+    if owner != service.namespaces.me:
+        raise web.HTTPTemporaryRedirect(owner.http_url + request.path_qs)
+    hashes = [namespace_bundles.topic_hash(t) for t in await service.topics_of_bundle(bundle)]
+    point = splitting.split_point(algorithm, bundle.lower, bundle.upper, hashes)
+    if point is None:
+        raise errors.PreconditionFailedError(
+            f"Bundle {bundle} cannot be split with {algorithm}")
+    children = await namespace_split.split(service.namespaces, bundle, point)
+    if unload:
+        for child in children:
+            await service.unload_bundle(child)
     return rest.no_content()
 
 

@@ -1,0 +1,209 @@
+"""The broker's load manager: publishes this broker's load report and, on the leader broker
+with loadBalancerEnabled=true, runs the planner every shedding interval.
+
+Every broker samples its load every loadBalancerReportUpdateMinIntervalMillis
+and writes the report into its registration key `/loadbalance/brokers/<broker>`
+when a figure moved by more than loadBalancerReportUpdateThresholdPercentage,
+its bundles changed, or loadBalancerReportUpdateMaxIntervalMinutes passed.
+Brokers elect a leader at `/loadbalance/leader`. The leader reads every report,
+splits bundles over the loadBalancerNamespaceBundleMax* limits, and sheds
+bundles from overloaded brokers with unload-with-destination, through the same
+admin REST calls an operator would make. A round runs only on reports written
+after the previous round's changes, so no decision is taken twice on stale
+figures. Under the operator the brokers run with loadBalancerEnabled=false and
+the operator runs this planner instead (docs/load-balancing.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+import urllib.parse
+from typing import Any
+
+from pulsar_common import naming
+from pulsar_common.metadata import errors as md_errors
+from pulsar_common.metadata import tasks as md_tasks
+
+from pulsar_broker import errors
+from pulsar_broker.loadbalance import model, report, settings, shedding, splitting
+from pulsar_broker.namespace import registry
+from pulsar_broker.service.broker_service import BrokerService
+
+log = logging.getLogger(__name__)
+
+LEADER_PATH = "/loadbalance/leader"
+_FIGURES = ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut", "numTopics",
+            "numConsumers", "numProducers")
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class LoadManager:
+    def __init__(self, service: BrokerService) -> None:
+        self.service = service
+        conf = service.config
+        self.shedding_settings, self.split_settings = settings.from_broker_config(conf)
+        self.report_interval_s = conf.load_balancer_report_update_min_interval_millis / 1000.0
+        self.shedding_interval_s = (conf.load_balancer_shedding_interval_seconds
+                                    or conf.load_balancer_shedding_interval_minutes * 60.0)
+        self.sampler = report.LoadSampler(service)
+        self.election = service.resources.store.leader_election(LEADER_PATH)
+        #: The latest sample, whether or not it was written.
+        self.last_report: model.BrokerReport | None = None
+        self._written: dict[str, Any] | None = None
+        self._written_at_ms = 0
+        self._state = shedding.SheddingState()
+        self._last_change_ms = 0
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        self._tasks = [asyncio.create_task(self._report_loop(), name="load-report"),
+                       asyncio.create_task(self._leader_loop(), name="load-balancer")]
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            await md_tasks.cancel_and_wait(task)
+        self._tasks = []
+        with contextlib.suppress(md_errors.MetadataStoreError):
+            await self.election.release()
+
+    async def leader(self) -> dict[str, Any] | None:
+        """The leader's {"serviceUrl", "brokerId"}, None when nobody leads."""
+        value = await self.election.leader_value()
+        return None if value is None else dict(json.loads(value))
+
+    # Reports
+
+    async def _report_loop(self) -> None:
+        while True:
+            try:
+                await self.publish()
+            except Exception:
+                log.exception("writing the load report failed")
+            await asyncio.sleep(self.report_interval_s)
+
+    async def publish(self, force: bool = False) -> bool:
+        """Sample the load; write it when it changed enough (or force). True when written."""
+        sample = self.sampler.sample(now_ms())
+        self.last_report = sample
+        figures = sample.to_json()
+        max_age_ms = self.service.config.load_balancer_report_update_max_interval_minutes * 60_000
+        if not (force or self._written is None or sample.last_update_ms - self._written_at_ms
+                >= max_age_ms or self._changed(figures)):
+            return False
+        path = f"{registry.BROKERS_ROOT}/{self.service.broker_id}"
+        store = self.service.resources.store
+        found = await store.get(path)
+        if found is None:
+            return False  # Not registered (its session was lost): registration comes first.
+        value = {**json.loads(found.value), **figures}
+        try:
+            await store.put(path, json.dumps(value).encode(), found.stat.version, ephemeral=True)
+        except (md_errors.BadVersionError, md_errors.NotFoundError):
+            return False
+        self._written, self._written_at_ms = figures, sample.last_update_ms
+        return True
+
+    def _changed(self, figures: dict[str, Any]) -> bool:
+        assert self._written is not None
+        if figures["bundles"] != self._written["bundles"]:
+            return True
+        threshold = self.service.config.load_balancer_report_update_threshold_percentage / 100.0
+        for key in _FIGURES:
+            old, new = float(self._written[key]), float(figures[key])
+            if abs(new - old) > threshold * max(abs(old), 1.0):
+                return True
+        for resource in ("cpu", "memory", "bandwidthIn", "bandwidthOut"):
+            old_usage = model.ResourceUsage.from_json(self._written[resource]).percent
+            new_usage = model.ResourceUsage.from_json(figures[resource]).percent
+            if abs(new_usage - old_usage) > 100.0 * threshold:
+                return True
+        return False
+
+    async def reports(self) -> list[model.BrokerReport]:
+        """The latest report of every live broker (brokers that wrote none yet are left out)."""
+        store = self.service.resources.store
+        found = []
+        for broker in await store.get_children(registry.BROKERS_ROOT):
+            value = await store.get(f"{registry.BROKERS_ROOT}/{broker}")
+            if value is not None:
+                data = json.loads(value.value)
+                if "lastUpdate" in data:
+                    found.append(model.BrokerReport.from_json(broker, data))
+        return found
+
+    # Leader
+
+    async def _leader_loop(self) -> None:
+        me = json.dumps({"serviceUrl": self.service.web_service_url,
+                         "brokerId": self.service.broker_id}).encode()
+        while True:
+            try:
+                if not self.election.is_leader:
+                    await self.election.acquire(me, timeout_s=self.shedding_interval_s)
+                elif self.service.config.load_balancer_enabled:
+                    await self.run_round()
+            except Exception:
+                log.exception("load balancing round failed")
+            await asyncio.sleep(self.shedding_interval_s)
+
+    async def run_round(self) -> tuple[tuple[splitting.Split, ...], tuple[shedding.Unload, ...]]:
+        """One planning round: splits first; unloads only in a round without splits."""
+        reports = await self.reports()
+        if len(reports) == 0 or any(r.last_update_ms <= self._last_change_ms for r in reports):
+            return (), ()
+        conf = self.service.config
+        splits: tuple[splitting.Split, ...] = ()
+        if conf.load_balancer_auto_bundle_split_enabled:
+            splits = splitting.plan(reports, await self._bundle_counts(reports),
+                                    self.split_settings)
+            for split in splits:
+                await self._execute_split(split)
+        unloads: tuple[shedding.Unload, ...] = ()
+        if conf.load_balancer_shedding_enabled and not splits:
+            result = shedding.plan(reports, self._state, self.shedding_settings, now_ms())
+            self._state = result.state
+            unloads = result.unloads
+            for unload in unloads:
+                await self._execute_unload(unload)
+        if splits or unloads:
+            self._last_change_ms = now_ms()
+        return splits, unloads
+
+    async def _bundle_counts(self, reports: list[model.BrokerReport]) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for name in {model.namespace_of(b) for r in reports for b in r.bundles}:
+            ns = naming.NamespaceName.parse(name)
+            with contextlib.suppress(errors.NotFoundError):
+                counts[name] = len(await self.service.namespaces.bundles(ns))
+        return counts
+
+    async def _execute_split(self, split: splitting.Split) -> None:
+        unload = str(self.service.config.load_balancer_auto_unload_split_bundles_enabled).lower()
+        query = urllib.parse.urlencode({"unload": unload, "splitAlgorithmName": split.algorithm})
+        await self._call_owner(split.owner, f"/admin/v2/namespaces/{split.bundle}/split?{query}")
+        log.info("split bundle %s of broker %s: %s", split.bundle, split.owner, split.reason)
+
+    async def _execute_unload(self, unload: shedding.Unload) -> None:
+        query = urllib.parse.urlencode({"destinationBroker": unload.destination})
+        await self._call_owner(unload.source,
+                               f"/admin/v2/namespaces/{unload.bundle}/unload?{query}")
+        log.info("unloaded bundle %s from %s to %s: %s", unload.bundle, unload.source,
+                 unload.destination, unload.reason)
+
+    async def _call_owner(self, broker_id: str, path: str) -> None:
+        live = await self.service.namespaces.live_brokers()
+        broker = live.get(broker_id)
+        if broker is None:
+            log.warning("broker %s is gone; skipping %s", broker_id, path)
+            return
+        try:
+            await self.service.namespaces.forward("PUT", broker, path)
+        except errors.BrokerError as exc:
+            log.warning("PUT %s on %s failed: %s", path, broker_id, exc)

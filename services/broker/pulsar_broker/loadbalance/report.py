@@ -1,0 +1,112 @@
+"""This broker's load: process CPU and memory, byte and message rates per owned bundle.
+
+Sampled from the loaded topics' counters; rates are the change since the
+previous sample. What the fields mean here (docs/load-balancing.md):
+- cpu: this process's CPU time over wall time, percent of one core; limit 100 x cores
+  (Apache measures the host; brokers sharing one host would all look alike);
+- memory: resident set size and the host's memory, MB (Apache: JVM heap);
+- directMemory: 0 (no off-heap pool to report);
+- bandwidthIn/Out: this broker's message bytes in/out, KB/s, against
+  loadBalancerOverrideBrokerNicSpeedGbps (Apache: the NIC's counters).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+
+from pulsar_broker.loadbalance import model
+from pulsar_broker.namespace import bundles as namespace_bundles
+from pulsar_broker.service.broker_service import BrokerService
+from pulsar_broker.web import counters
+
+DEFAULT_NIC_SPEED_GBPS = 10.0
+MB = 1024 * 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class _TopicSample:
+    msg_in: int
+    bytes_in: int
+    msg_out: int
+    bytes_out: int
+
+
+class LoadSampler:
+    """Builds a BrokerReport from the broker's state each time `sample` is called."""
+
+    def __init__(self, service: BrokerService) -> None:
+        self.service = service
+        self._out = counters.OutCounters()
+        self._topics: dict[str, _TopicSample] = {}
+        self._at_s: float | None = None
+        self._cpu_s = time.process_time()
+
+    def sample(self, now_ms: int) -> model.BrokerReport:
+        now_s = time.monotonic()
+        elapsed = now_s - self._at_s if self._at_s is not None else 0.0
+        cpu_s = time.process_time()
+        cpu_percent = 100.0 * (cpu_s - self._cpu_s) / elapsed if elapsed > 0 else 0.0
+        self._at_s, self._cpu_s = now_s, cpu_s
+        bundles = self._bundle_stats(elapsed)
+        throughput_in = sum(b.msg_throughput_in for b in bundles.values()) / 1024
+        throughput_out = sum(b.msg_throughput_out for b in bundles.values()) / 1024
+        gbps = self.service.config.load_balancer_override_broker_nic_speed_gbps
+        nic_kb = (gbps or DEFAULT_NIC_SPEED_GBPS) * 1e9 / 8 / 1024
+        return model.BrokerReport(
+            self.service.broker_id, self.service.web_service_url,
+            self.service.broker_service_url,
+            cpu=model.ResourceUsage(cpu_percent, 100.0 * (os.cpu_count() or 1)),
+            memory=model.ResourceUsage(_rss_mb(), _host_memory_mb()),
+            bandwidth_in=model.ResourceUsage(throughput_in, nic_kb),
+            bandwidth_out=model.ResourceUsage(throughput_out, nic_kb),
+            bundles=bundles, last_update_ms=now_ms)
+
+    def _bundle_stats(self, elapsed_s: float) -> dict[str, model.BundleStats]:
+        owned = self.service.namespaces.ownership.owned_bundles
+        stats = {str(b): model.BundleStats() for b in owned}
+        seen: dict[str, _TopicSample] = {}
+        for topic in self.service.loaded_topics:
+            name = str(topic.name)
+            consumers = [c for s in topic.subscriptions.values() for c in s.consumers]
+            msg_out, bytes_out = self._out.totals(name, consumers)
+            now = _TopicSample(topic.msg_in, topic.bytes_in, msg_out, bytes_out)
+            seen[name] = now
+            hash_code = namespace_bundles.topic_hash(topic.name)
+            bundle = next((b for b in owned if b.namespace == topic.name.namespace_name
+                           and b.holds(hash_code)), None)
+            if bundle is None:
+                continue
+            before = self._topics.get(name, now)
+
+            def rate(new: int, old: int) -> float:
+                return max(0, new - old) / elapsed_s if elapsed_s > 0 else 0.0
+
+            current = stats[str(bundle)]
+            stats[str(bundle)] = model.BundleStats(
+                current.msg_rate_in + rate(now.msg_in, before.msg_in),
+                current.msg_rate_out + rate(now.msg_out, before.msg_out),
+                current.msg_throughput_in + rate(now.bytes_in, before.bytes_in),
+                current.msg_throughput_out + rate(now.bytes_out, before.bytes_out),
+                current.topics + 1, current.producer_count + len(topic.producers),
+                current.consumer_count + len(consumers))
+        self._out.end_pass()
+        self._topics = seen
+        return stats
+
+
+def _rss_mb() -> float:
+    try:
+        with open("/proc/self/statm") as statm:
+            pages = int(statm.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return pages * os.sysconf("SC_PAGE_SIZE") / MB
+
+
+def _host_memory_mb() -> float:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / MB
+    except (OSError, ValueError):
+        return 0.0
