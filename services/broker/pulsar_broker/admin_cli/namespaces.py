@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pulsar_broker.admin_cli import client, output, units
+from pulsar_broker.admin_cli import client, namespace_policies, output, units
 from pulsar_broker.admin_cli.common import Group, comma_list, namespace_path
 
 ONE_MB = 1024 * 1024
@@ -127,6 +127,7 @@ def _ns_command(group: Group, name: str, help_text: str, run: Any) -> argparse.A
 
 def register(groups: Any) -> None:
     group = Group(groups, "namespaces", "Operations about namespaces")
+    namespace_policies.register(group)
     group.command("list", "Get the namespaces for a tenant", _list).add_argument("tenant")
     topics = _ns_command(group, "topics", "Get the list of topics for a namespace", _topics)
     topics.add_argument("-m", "--mode", default="PERSISTENT",

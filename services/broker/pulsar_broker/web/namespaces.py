@@ -187,6 +187,14 @@ def _non_negative_int(body: Any) -> int:
     return value
 
 
+def _non_negative_long(body: Any) -> int:
+    """A long field (compaction threshold in bytes): 400 beyond a Java long, 412 negative."""
+    value = rest.java_int(body, "Value", rest.JAVA_LONG_MAX)
+    if value < 0:
+        raise errors.PreconditionFailedError("Invalid value: must be a non-negative integer")
+    return value
+
+
 def _delayed_delivery(body: Any) -> dict[str, Any]:
     """Apache's DelayedDeliveryPolicies: active, tickTime (ms) and maxDeliveryDelayInMillis,
     which is refused when set (no limit on delays is enforced yet)."""
@@ -279,6 +287,7 @@ def _clusters(body: Any) -> list[str]:
 
 _simple_policy("/retention", "retention_policies", _retention)
 _simple_policy("/messageTTL", "message_ttl_in_seconds", _non_negative_int)
+_simple_policy("/compactionThreshold", "compaction_threshold", _non_negative_long, ("PUT",))
 _simple_policy("/deduplication", "deduplicationEnabled", _boolean)
 _simple_policy("/persistence", "persistence", _persistence, limits=_persistence_limits)
 _simple_policy("/autoTopicCreation", "autoTopicCreationOverride", _auto_topic_creation,
@@ -290,6 +299,120 @@ _simple_policy("/schemaValidationEnforced", "schema_validation_enforced", _boole
 # Like Apache's, an undefined strategy reads as the default, FULL.
 _simple_policy("/schemaCompatibilityStrategy", "schema_compatibility_strategy", _compatibility,
                ("PUT", "POST"), unset="FULL")
+
+
+# Limits and rates: stored and served as Apache's admin API does. Which of them the broker
+# enforces is listed in docs/compatibility.md.
+
+def _limit(body: Any) -> int:
+    """A count limit (max producers per topic, ...): a Java int, 0 or more (0: no limit)."""
+    value = rest.java_int(body, "Value")
+    if value < 0:
+        raise errors.PreconditionFailedError("Invalid value: must be 0 (no limit) or more")
+    return value
+
+
+def _rate_fields(body: Any, fields: dict[str, tuple[int, int]], what: str) -> dict[str, Any]:
+    """A rate record: each field a number (Java int or long), -1 or less meaning unlimited."""
+    if not isinstance(body, dict):
+        raise errors.InvalidRequestError(f"{what} must be a JSON object")
+    unknown = set(body) - set(fields) - {"relativeToPublishRate"}
+    if unknown:
+        raise errors.InvalidRequestError(f"{what}: unknown fields {', '.join(sorted(unknown))}")
+    record: dict[str, Any] = {
+        name: rest.java_int(body.get(name, default), name, highest)
+        for name, (default, highest) in fields.items()}
+    if "relativeToPublishRate" in body:
+        if not isinstance(body["relativeToPublishRate"], bool):
+            raise errors.InvalidRequestError("relativeToPublishRate must be true or false")
+        record["relativeToPublishRate"] = body["relativeToPublishRate"]
+    return record
+
+
+def _publish_rate(body: Any) -> dict[str, Any]:
+    return _rate_fields(body, {"publishThrottlingRateInMsg": (-1, rest.JAVA_INT_MAX),
+                               "publishThrottlingRateInByte": (-1, rest.JAVA_LONG_MAX)},
+                        "PublishRate")
+
+
+def _dispatch_rate(body: Any) -> dict[str, Any]:
+    record = _rate_fields(body, {"dispatchThrottlingRateInMsg": (-1, rest.JAVA_INT_MAX),
+                                 "dispatchThrottlingRateInByte": (-1, rest.JAVA_LONG_MAX),
+                                 "ratePeriodInSecond": (1, rest.JAVA_INT_MAX)}, "DispatchRate")
+    if record["ratePeriodInSecond"] <= 0:
+        raise errors.InvalidRequestError("ratePeriodInSecond must be positive")
+    record.setdefault("relativeToPublishRate", False)
+    return record
+
+
+def _subscribe_rate(body: Any) -> dict[str, Any]:
+    record = _rate_fields(body, {"subscribeThrottlingRatePerConsumer": (-1, rest.JAVA_INT_MAX),
+                                 "ratePeriodInSecond": (30, rest.JAVA_INT_MAX)}, "SubscribeRate")
+    if record["ratePeriodInSecond"] <= 0:
+        raise errors.InvalidRequestError("ratePeriodInSecond must be positive")
+    return record
+
+
+INACTIVE_TOPIC_DELETE_MODES = ("delete_when_no_subscriptions",
+                               "delete_when_subscriptions_caught_up")
+
+
+def _inactive_topic_policies(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict) or not isinstance(body.get("deleteWhileInactive"), bool):
+        raise errors.InvalidRequestError("InactiveTopicPolicies need a boolean deleteWhileInactive")
+    mode = body.get("inactiveTopicDeleteMode", INACTIVE_TOPIC_DELETE_MODES[0])
+    if mode not in INACTIVE_TOPIC_DELETE_MODES:
+        raise errors.InvalidRequestError(
+            f"inactiveTopicDeleteMode must be one of {', '.join(INACTIVE_TOPIC_DELETE_MODES)}")
+    seconds = rest.java_int(body.get("maxInactiveDurationSeconds", 60),
+                            "maxInactiveDurationSeconds")
+    if seconds <= 0:
+        raise errors.PreconditionFailedError("maxInactiveDurationSeconds must be positive")
+    return {"inactiveTopicDeleteMode": mode, "maxInactiveDurationSeconds": seconds,
+            "deleteWhileInactive": body["deleteWhileInactive"]}
+
+
+def _auto_subscription_creation(body: Any) -> dict[str, bool]:
+    if not isinstance(body, dict) or not isinstance(body.get("allowAutoSubscriptionCreation"),
+                                                    bool):
+        raise errors.InvalidRequestError(
+            "Invalid configuration for autoSubscriptionCreationOverride")
+    return {"allowAutoSubscriptionCreation": body["allowAutoSubscriptionCreation"]}
+
+
+SUBSCRIPTION_AUTH_MODES = ("None", "Prefix")
+
+
+def _subscription_auth_mode(body: Any) -> str:
+    if body not in SUBSCRIPTION_AUTH_MODES:
+        raise errors.InvalidRequestError(
+            f"subscriptionAuthMode must be one of {', '.join(SUBSCRIPTION_AUTH_MODES)}")
+    return str(body)
+
+
+#: REST path -> the Policies field Apache stores it in.
+NAMESPACE_LIMITS = {
+    "/maxProducersPerTopic": "max_producers_per_topic",
+    "/maxConsumersPerTopic": "max_consumers_per_topic",
+    "/maxConsumersPerSubscription": "max_consumers_per_subscription",
+    "/maxUnackedMessagesPerConsumer": "max_unacked_messages_per_consumer",
+    "/maxUnackedMessagesPerSubscription": "max_unacked_messages_per_subscription",
+    "/maxSubscriptionsPerTopic": "max_subscriptions_per_topic",
+    "/maxTopicsPerNamespace": "max_topics_per_namespace",
+    "/subscriptionExpirationTime": "subscription_expiration_time_minutes",
+    "/deduplicationSnapshotInterval": "deduplicationSnapshotIntervalSeconds",
+}
+for _path, _field in NAMESPACE_LIMITS.items():
+    _simple_policy(_path, _field, _limit)
+_simple_policy("/publishRate", "publishMaxMessageRate", _publish_rate)
+_simple_policy("/dispatchRate", "topicDispatchRate", _dispatch_rate)
+_simple_policy("/subscriptionDispatchRate", "subscriptionDispatchRate", _dispatch_rate)
+_simple_policy("/subscribeRate", "clusterSubscribeRate", _subscribe_rate)
+_simple_policy("/inactiveTopicPolicies", "inactive_topic_policies", _inactive_topic_policies)
+_simple_policy("/autoSubscriptionCreation", "autoSubscriptionCreationOverride",
+               _auto_subscription_creation)
+_simple_policy("/encryptionRequired", "encryption_required", _boolean)
+_simple_policy("/subscriptionAuthMode", "subscription_auth_mode", _subscription_auth_mode)
 
 
 @routes.get(NS + "/replication")
