@@ -77,8 +77,21 @@ def bookkeeper_conf(spec: cluster_spec.ClusterSpec) -> dict[str, str]:
         "httpServerPort": str(BOOKIE_HTTP_PORT),
         "journalDirectories": f"{DATA_DIR}/journal",
         "ledgerDirectories": f"{DATA_DIR}/ledgers",
+        **autorecovery_conf(spec),
     }
     return _with_overrides(base, spec.bookkeeper.component.config)
+
+
+def autorecovery_conf(spec: cluster_spec.ClusterSpec) -> dict[str, str]:
+    """spec.autoRecovery as bookie settings: every bookie runs an auditor candidate and a
+    replication worker (autoRecoveryDaemonEnabled) when it is enabled."""
+    recovery = spec.auto_recovery
+    enabled = bool(recovery.get("enabled", True))
+    result = {"autoRecoveryDaemonEnabled": str(enabled).lower()}
+    if enabled:
+        result["lostBookieRecoveryDelay"] = str(int(recovery.get("lostBookieRecoveryDelaySeconds", 60)))
+        result["auditorPeriodicCheckInterval"] = str(int(recovery.get("auditPeriodSeconds", 600)))
+    return result
 
 
 def proxy_conf(spec: cluster_spec.ClusterSpec) -> dict[str, str]:

@@ -17,7 +17,7 @@ NOW = 1_000_000
 
 def bookie(ordinal: int, **changes: object) -> dc.Bookie:
     base = dc.Bookie(ordinal, f"b{ordinal}:3181", pod_exists=True, registered=True, read_only=False,
-                     ledgers=5, used_bytes=10, total_bytes=100)
+                     ledgers=5, disk_usage=0.1)
     return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
 
@@ -69,7 +69,7 @@ def test_after_the_scale_down_the_bookie_is_forgotten_once_its_pod_is_gone() -> 
 
 @pytest.mark.parametrize(("changes", "reason", "words"), [
     ({"wanted": 1}, "Refused", "ensemble size 2"),
-    ({"bookies": {i: bookie(i, used_bytes=80) for i in range(4)}}, "Refused", "bytes"),
+    ({"bookies": {i: bookie(i, disk_usage=0.7) for i in range(4)}}, "Refused", "2.80 bookie disks"),
     ({"under_replicated": 3}, "Waiting", "3 ledgers are under-replicated"),
     ({"bookies": {i: bookie(i, registered=i != 1) for i in range(4)}}, "Waiting", "[1]"),
     ({"enabled": False}, "Disabled", "spec.decommission.enabled is false"),
@@ -114,7 +114,7 @@ class Model:
 
     def observe(self) -> dc.State:
         bookies = {i: dc.Bookie(i, f"b{i}", i in self.pods, i in self.pods and i not in self.forgotten,
-                                i in self.read_only, self.ledgers.get(i, 0), 1, 1000)
+                                i in self.read_only, self.ledgers.get(i, 0), 0.01)
                    for i in range(max(self.pods | {self.current - 1}) + 1)}
         return dc.State(True, self.wanted, self.current, 2, 2, bookies, self.under_replicated, self.progress,
                         self.now_ms, 10**9)

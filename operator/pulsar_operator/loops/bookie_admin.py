@@ -4,17 +4,17 @@ Per-bookie calls go to that bookie; cluster-wide ones (bookie lists, under-repli
 ledgers, decommission, lostBookieRecoveryDelay, ledger metadata) to the first bookie
 that answers. Paths and bodies are BookKeeper's:
 
-    GET  /api/v1/bookie/list_bookies?type=rw|ro          {"<bookie id>": ...}
-    GET  /api/v1/bookie/state                            {"readOnly": bool, ...}
-    PUT  /api/v1/bookie/state/readonly                   {"readOnly": bool}
-    GET  /api/v1/bookie/info                             {"freeSpace": n, "totalSpace": n}
-    GET  /api/v1/ledger/list?print_metadata=true         {"<ledger id>": <metadata>}
-    GET  /api/v1/autorecovery/list_under_replicated_ledger   404 "No under replicated ledgers found" when none
-    PUT  /api/v1/autorecovery/decommission               {"bookie_src": "<bookie id>"}
-    GET|PUT /api/v1/autorecovery/lost_bookie_recovery_delay  {"delay_seconds": n}
+    GET    /api/v1/bookie/list_bookies?type=rw|ro              {"<bookie id>": ...}
+    GET    /api/v1/bookie/state                                {"readOnly": bool, "diskUsage": 0..1, ...}
+    PUT    /api/v1/bookie/state/readonly                       {"readOnly": bool}
+    GET    /api/v1/autorecovery/list_under_replicated_ledger   404 "No under replicated ledgers found"
+    GET|PUT /api/v1/autorecovery/lost_bookie_recovery_delay    {"delay_seconds": n}
+    PUT    /api/v1/autorecovery/decommission                   {"bookie_src": id}: drain it
+    GET    /api/v1/autorecovery/decommission?bookie_src=id     {"ledgers": n, "underReplicatedLedgers": n, ...}
+    DELETE /api/v1/autorecovery/decommission?bookie_src=id     forget a stopped, drained bookie (its cookie)
 
-`forget` is BookKeeper's decommission of a bookie that is down: the bookies re-replicate
-whatever still names it (nothing, after a drain) and then delete its cookie.
+The last three are pulsar-py's bookies' (docs/bookie.md): BookKeeper's decommission as
+steps a controller can drive and watch.
 
 Every call has a timeout; an answer that cannot be read is None ("unknown"), which the
 planners treat as "not safe yet", never as zero.
@@ -26,6 +26,7 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
+from urllib.parse import quote
 
 import aiohttp
 
@@ -39,41 +40,14 @@ class BookieAdmin(Protocol):
     """What the loops ask of the bookies; tests and other adapters implement it too."""
 
     async def registered(self) -> tuple[set[str], set[str]] | None: ...
-    async def read_only(self, http_url: str) -> bool | None: ...
+    async def state(self, http_url: str) -> dict[str, Any] | None: ...
     async def set_read_only(self, http_url: str, read_only: bool) -> None: ...
-    async def disk(self, http_url: str) -> tuple[int, int] | None: ...
-    async def ledgers_by_bookie(self) -> dict[str, int] | None: ...
+    async def ledgers_on(self, bookie_id: str) -> int | None: ...
     async def under_replicated(self) -> int | None: ...
     async def decommission(self, bookie_id: str) -> None: ...
     async def recovery_delay(self) -> int | None: ...
     async def set_recovery_delay(self, seconds: int) -> None: ...
     async def forget(self, bookie_id: str) -> None: ...
-
-
-def bookies_in(metadata: Any) -> set[str]:
-    """Bookie ids named by one ledger's metadata (JSON text or object, every fragment)."""
-    if isinstance(metadata, (str, bytes)):
-        try:
-            metadata = json.loads(metadata)
-        except ValueError:
-            return set()
-    if not isinstance(metadata, dict):
-        return set()
-    result: set[str] = set()
-    for fragment in metadata.get("ensembles") or []:
-        if isinstance(fragment, dict):
-            result |= {str(b) for b in fragment.get("bookies") or []}
-        elif isinstance(fragment, list):
-            result |= {str(b) for b in fragment}
-    return result
-
-
-def count_ledgers(ledgers: dict[str, Any]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for metadata in ledgers.values():
-        for bookie in bookies_in(metadata):
-            counts[bookie] = counts.get(bookie, 0) + 1
-    return counts
 
 
 def parse_delay(text: str) -> int | None:
@@ -135,13 +109,13 @@ class HttpBookieAdmin:
             return None
         return set(writable), set(read_only)
 
-    async def read_only(self, http_url: str) -> bool | None:
+    async def state(self, http_url: str) -> dict[str, Any] | None:
         try:
             status, text = await self._send("GET", http_url.rstrip("/") + "/api/v1/bookie/state")
             state = json.loads(text) if status == 200 else None
         except (errors.AdminApiError, ValueError):
             return None
-        return bool(state.get("readOnly")) if isinstance(state, dict) else None
+        return state if isinstance(state, dict) else None
 
     async def set_read_only(self, http_url: str, read_only: bool) -> None:
         path = "/api/v1/bookie/state/readonly"
@@ -149,20 +123,11 @@ class HttpBookieAdmin:
         if status >= 300:
             raise errors.AdminApiError("PUT", path, status, text[:300])
 
-    async def disk(self, http_url: str) -> tuple[int, int] | None:
-        try:
-            status, text = await self._send("GET", http_url.rstrip("/") + "/api/v1/bookie/info")
-            info = json.loads(text) if status == 200 else None
-        except (errors.AdminApiError, ValueError):
-            return None
-        if not isinstance(info, dict) or "totalSpace" not in info or "freeSpace" not in info:
-            return None
-        total = int(info["totalSpace"])
-        return total - int(info["freeSpace"]), total
-
-    async def ledgers_by_bookie(self) -> dict[str, int] | None:
-        ledgers = await self._json("/api/v1/ledger/list?print_metadata=true")
-        return count_ledgers(ledgers) if isinstance(ledgers, dict) else None
+    async def ledgers_on(self, bookie_id: str) -> int | None:
+        """Ledgers whose metadata still names the bookie (its decommission status)."""
+        found = await self._json(f"/api/v1/autorecovery/decommission?bookie_src={quote(bookie_id)}")
+        ledgers = found.get("ledgers") if isinstance(found, dict) else None
+        return int(ledgers) if isinstance(ledgers, int) else None
 
     async def under_replicated(self) -> int | None:
         try:
@@ -198,4 +163,9 @@ class HttpBookieAdmin:
         await self._put("/api/v1/autorecovery/lost_bookie_recovery_delay", {"delay_seconds": seconds})
 
     async def forget(self, bookie_id: str) -> None:
-        await self.decommission(bookie_id)
+        """Remove the cookie of a stopped bookie nothing needs (refused, 409, while it is registered
+        or named by a ledger: then the step is tried again later)."""
+        path = f"/api/v1/autorecovery/decommission?bookie_src={quote(bookie_id)}"
+        status, text = await self._any("DELETE", path)
+        if status >= 300:
+            raise errors.AdminApiError("DELETE", path, status, text[:300])

@@ -49,8 +49,8 @@ class Bookie:
     read_only: bool
     #: Ledgers whose ensembles still name this bookie.
     ledgers: int | None = None
-    used_bytes: int | None = None
-    total_bytes: int | None = None
+    #: Share of its ledger disk in use (0..1); every bookie has the same volume size (one claim template).
+    disk_usage: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,16 +158,13 @@ def refusal(state: State) -> str | None:
         return (f"{state.wanted} bookies cannot hold ledgers of ensemble size {state.ensemble_size} "
                 f"(write quorum {state.write_quorum}); keep at least {state.ensemble_size}")
     current = state.current or 0
-    leaving = [state.bookies.get(i) for i in range(state.wanted, current)]
-    staying = [state.bookies.get(i) for i in range(state.wanted)]
-    known = [b for b in leaving + staying if b is not None]
-    if len(known) < current or any(b.used_bytes is None or b.total_bytes is None for b in known):
-        return None  # sizes unknown: the disk check cannot be made, the drain will fail if it does not fit
-    used = sum(b.used_bytes or 0 for b in known)
-    capacity = sum(b.total_bytes or 0 for b in staying if b is not None)
-    if used > capacity * REMAINING_DISK_USAGE_MAX:
-        return (f"the {len(staying)} bookies left would hold {used} bytes on {capacity} bytes of disk "
-                f"(more than {REMAINING_DISK_USAGE_MAX:.0%})")
+    known = [b for i in range(current) if (b := state.bookies.get(i)) is not None and b.disk_usage is not None]
+    if len(known) < current:
+        return None  # usage unknown: the check cannot be made; the bookies refuse a drain that cannot fit
+    used = sum(b.disk_usage or 0.0 for b in known)
+    if used > state.wanted * REMAINING_DISK_USAGE_MAX:
+        return (f"the data fills {used:.2f} bookie disks; {state.wanted} bookies of the same size would be "
+                f"more than {REMAINING_DISK_USAGE_MAX:.0%} full")
     return None
 
 

@@ -106,37 +106,49 @@ class Observation:
         self.admin = admin
         self.writable: set[str] = set()
         self.read_only: set[str] = set()
-        self.ledgers: dict[str, int] | None = None
+        self.states: dict[str, dict[str, Any]] = {}
+        self.ledgers: dict[str, int | None] = {}
         self.under_replicated: int | None = None
 
-    async def read(self) -> None:
+    async def read(self, watched: set[int]) -> None:
+        """Registrations, each registered bookie's state, the under-replicated count, and the
+        ledgers on the bookies `watched` (being decommissioned) or not registered."""
         registered = await self.admin.registered()
         if registered is not None:
             self.writable, self.read_only = registered
-        self.ledgers = await self.admin.ledgers_by_bookie()
+        for pod in self.pods:
+            if self.registered(pod.bookie_id):
+                state = await self.admin.state(pod.http_url)
+                if state is not None:
+                    self.states[pod.bookie_id] = state
+            if pod.ordinal in watched or (registered is not None and not self.registered(pod.bookie_id)):
+                self.ledgers[pod.bookie_id] = await self.admin.ledgers_on(pod.bookie_id)
         self.under_replicated = await self.admin.under_replicated()
 
     def registered(self, bookie_id: str) -> bool:
         return bookie_id in self.writable or bookie_id in self.read_only
 
+    def is_read_only(self, bookie_id: str) -> bool:
+        return bookie_id in self.read_only or bool(self.states.get(bookie_id, {}).get("readOnly"))
+
+    def disk_usage(self, bookie_id: str) -> float | None:
+        usage = self.states.get(bookie_id, {}).get("diskUsage")
+        return float(usage) if isinstance(usage, (int, float)) else None
+
     def ledgers_on(self, bookie_id: str) -> int | None:
-        return None if self.ledgers is None else self.ledgers.get(bookie_id, 0)
+        return self.ledgers.get(bookie_id)
 
 
-async def _decommission_state(spec: cluster_spec.ClusterSpec, sts: dict[str, Any], seen: Observation,
+def _decommission_state(spec: cluster_spec.ClusterSpec, sts: dict[str, Any], seen: Observation,
                               old: dict[str, Any], now_ms: int) -> decommission.State:
     current = int((sts.get("spec") or {}).get("replicas") or 0)
     progress = decommission.Progress.of(old.get("decommission"))
-    bookies = {}
-    for pod in seen.pods:
-        registered = seen.registered(pod.bookie_id)
-        read_only = pod.bookie_id in seen.read_only
-        if registered and progress is not None and pod.ordinal == progress.ordinal:
-            read_only = read_only or bool(await seen.admin.read_only(pod.http_url))
-        disk = await seen.admin.disk(pod.http_url) if registered else None
-        bookies[pod.ordinal] = decommission.Bookie(
-            pod.ordinal, pod.bookie_id, pod.exists, registered, read_only, seen.ledgers_on(pod.bookie_id),
-            disk[0] if disk else None, disk[1] if disk else None)
+    bookies = {
+        pod.ordinal: decommission.Bookie(
+            pod.ordinal, pod.bookie_id, pod.exists, seen.registered(pod.bookie_id), seen.is_read_only(pod.bookie_id),
+            seen.ledgers_on(pod.bookie_id), seen.disk_usage(pod.bookie_id))
+        for pod in seen.pods
+    }
     e, wq = ensemble(spec, current)
     return decommission.State(
         enabled=bool(spec.decommission.get("enabled", True)), wanted=spec.bookkeeper.component.replicas,
@@ -198,7 +210,8 @@ async def step(body: dict[str, Any], spec: cluster_spec.ClusterSpec, client: Obj
         return None
     admin = admins([p.http_url for p in pods if p.ready])
     seen = Observation(pods, admin)
-    await seen.read()
+    progress = decommission.Progress.of(old.get("decommission"))
+    await seen.read({progress.ordinal} if progress else set())
     await _autorecovery_step(spec, sts, seen, old, now_ms, result)
     await _decommission_step(spec, client, sts, seen, old, now_ms, result)
     return result
@@ -233,7 +246,7 @@ async def _autorecovery_step(spec: cluster_spec.ClusterSpec, sts: dict[str, Any]
 
 async def _decommission_step(spec: cluster_spec.ClusterSpec, client: Objects, sts: dict[str, Any],
                              seen: Observation, old: dict[str, Any], now_ms: int, result: Result) -> None:
-    state = await _decommission_state(spec, sts, seen, old, now_ms)
+    state = _decommission_state(spec, sts, seen, old, now_ms)
     outcome = decommission.plan(state)
     try:
         await _run_decommission(spec, client, seen, outcome)
