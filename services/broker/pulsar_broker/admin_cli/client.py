@@ -9,6 +9,7 @@ what pulsar-admin prints.
 from __future__ import annotations
 
 import json
+import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -73,9 +74,16 @@ def quote(segment: str) -> str:
 
 
 class AdminClient:
-    def __init__(self, admin_url: str, timeout_s: float = REQUEST_TIMEOUT_S) -> None:
+    """headers go with every request (Authorization); ssl_context is used for https:// URLs
+    (the CA to trust, a client certificate)."""
+
+    def __init__(self, admin_url: str, timeout_s: float = REQUEST_TIMEOUT_S, *,
+                 headers: dict[str, str] | None = None,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self.admin_url = admin_url.rstrip("/")
         self.timeout_s = timeout_s
+        self.headers = dict(headers or {})
+        self.ssl_context = ssl_context
 
     def request(self, method: str, path: str, body: Any = None,
                 query: dict[str, str] | None = None) -> Reply:
@@ -109,8 +117,11 @@ class AdminClient:
         if data is not None:
             req.add_header("Content-Type", content_type)
         req.add_header("Accept", "application/json")
+        for name, value in self.headers.items():
+            req.add_header(name, value)
+        context = self.ssl_context if url.startswith("https:") else None
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as response:
+            with urllib.request.urlopen(req, timeout=self.timeout_s, context=context) as response:
                 return Reply(response.status, dict(response.headers.items()), response.read())
         except urllib.error.HTTPError:
             raise

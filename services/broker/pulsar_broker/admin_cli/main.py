@@ -1,8 +1,10 @@
 """`pulsar-admin <group> <command> ...`: the entry point and the shared argument plumbing.
 
-The admin URL comes from --admin-url, else PULSAR_ADMIN_URL, else
-http://localhost:8080. A failed call prints the broker's reason the way
-Apache's pulsar-admin does and exits with status 1.
+The admin URL comes from --admin-url, else PULSAR_ADMIN_URL, else client.conf's
+webServiceUrl, else http://localhost:8080. Credentials and TLS trust come from
+--auth-plugin/--auth-params/--tls-* or client.conf (see client_cli.security). A
+failed call prints the broker's reason the way Apache's pulsar-admin does and
+exits with status 1.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+
+from pulsar_common import errors as common_errors
 
 from pulsar_broker.admin_cli import (
     brokers,
@@ -24,6 +28,7 @@ from pulsar_broker.admin_cli import (
     topics,
     units,
 )
+from pulsar_broker.client_cli import security
 
 DEFAULT_ADMIN_URL = "http://localhost:8080"
 
@@ -32,9 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pulsar-admin", description="Administer a Pulsar cluster through its admin REST API.")
     parser.add_argument(
-        "--admin-url", "--url", dest="admin_url",
-        default=os.environ.get("PULSAR_ADMIN_URL", DEFAULT_ADMIN_URL),
-        help="broker web service URL (default: $PULSAR_ADMIN_URL or %(default)s)")
+        "--admin-url", "--url", dest="admin_url", default=None,
+        help="broker web service URL (default: $PULSAR_ADMIN_URL, client.conf webServiceUrl "
+             f"or {DEFAULT_ADMIN_URL})")
+    security.add_arguments(parser, ("--tls-trust-cert-path",))
     groups = parser.add_subparsers(dest="group", metavar="<group>")
     for module in (clusters, tenants, namespaces, topics, brokers, schemas, functions):
         module.register(groups)
@@ -50,7 +56,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         chosen.print_help()
         return 1
     try:
-        run(client.AdminClient(args.admin_url), args)
+        options = security.resolve(args)
+        args.admin_url = (args.admin_url or os.environ.get("PULSAR_ADMIN_URL")
+                          or options.web_service_url or DEFAULT_ADMIN_URL)
+        admin = client.AdminClient(args.admin_url, headers=options.http_headers(),
+                                   ssl_context=options.http_ssl_context())
+    except common_errors.ConfigError as exc:
+        output.print_error(str(exc))
+        return 1
+    try:
+        run(admin, args)
     except client.AdminError as exc:
         if exc.status == client.CONNECT_FAILED:
             output.print_connect_error(exc.reason, args.admin_url)

@@ -81,7 +81,7 @@ def _hex_dump(data: bytes) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    client = connection.make_client(args.service_url, args.log_level)
+    client = connection.client_from_args(args)
     try:
         consumer = client.subscribe(
             args.topic,

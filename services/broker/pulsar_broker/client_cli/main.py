@@ -7,8 +7,9 @@ import sys
 from collections.abc import Sequence
 
 import pulsar
+from pulsar_common import errors as common_errors
 
-from pulsar_broker.client_cli import connection, consume, errors, produce
+from pulsar_broker.client_cli import connection, consume, errors, produce, security
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,9 +21,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--url",
         "--service-url",
         dest="service_url",
-        default=connection.DEFAULT_SERVICE_URL,
-        help=f"broker service URL, pulsar:// or http:// (default {connection.DEFAULT_SERVICE_URL})",
+        default=None,
+        help="broker service URL, pulsar://, pulsar+ssl:// or http(s):// (default: client.conf "
+             f"brokerServiceUrl, else {connection.DEFAULT_SERVICE_URL})",
     )
+    security.add_arguments(parser, ("--tls-trust-cert-path",))
     parser.add_argument(
         "--log-level",
         default="warn",
@@ -40,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = produce.run if args.command == "produce" else consume.run
     try:
         return run(args)
-    except errors.CliError as exc:
+    except (errors.CliError, common_errors.ConfigError) as exc:
         print(f"pulsar-client: error: {exc}", file=sys.stderr)
         return 1
     except pulsar.PulsarException as exc:

@@ -117,7 +117,7 @@ def request_from(args: argparse.Namespace) -> ProduceRequest:
 
 def run(args: argparse.Namespace) -> int:
     request = request_from(args)
-    client = connection.make_client(args.service_url, args.log_level)
+    client = connection.client_from_args(args)
     try:
         sent = produce(client, request, batching=not args.disable_batching)
     finally:

@@ -111,7 +111,7 @@ class ConsumeRun:
 def run(args: argparse.Namespace) -> int:
     perf = ConsumeRun(args)
     perf.stop.install_signal_handlers()
-    client = connection.make_client(args.service_url, args.log_level, args.num_io_threads)
+    client = connection.client_from_args(args, args.num_io_threads)
     try:
         consumers = perf.subscribe(client)
         print(f"Created {len(consumers)} consumers on subscription {args.subscription}", flush=True)

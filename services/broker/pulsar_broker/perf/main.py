@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 
 import pulsar
+from pulsar_common import errors as common_errors
 
 from pulsar_broker.perf import consume, produce
 
@@ -33,6 +34,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run(args)
     except pulsar.PulsarException as exc:
         print(f"pulsar-perf: {args.command} failed: {exc}", file=sys.stderr)
+        return 1
+    except common_errors.ConfigError as exc:
+        print(f"pulsar-perf: error: {exc}", file=sys.stderr)
         return 1
 
 

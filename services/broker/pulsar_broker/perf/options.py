@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from pulsar_broker.client_cli import connection
+from pulsar_broker.client_cli import connection, security
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
@@ -12,9 +12,11 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-u",
         "--service-url",
-        default=connection.DEFAULT_SERVICE_URL,
-        help=f"service URL (default {connection.DEFAULT_SERVICE_URL})",
+        default=None,
+        help="service URL (default: client.conf brokerServiceUrl, else "
+             f"{connection.DEFAULT_SERVICE_URL})",
     )
+    security.add_arguments(parser, ("--trust-cert-file", "--tls-trust-cert-path"))
     parser.add_argument(
         "-t",
         "--num-topics",

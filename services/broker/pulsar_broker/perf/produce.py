@@ -196,7 +196,7 @@ class ProduceRun:
 def run(args: argparse.Namespace) -> int:
     perf = ProduceRun(args)
     perf.stop.install_signal_handlers()
-    client = connection.make_client(args.service_url, args.log_level, args.num_io_threads)
+    client = connection.client_from_args(args, args.num_io_threads)
     try:
         producers = perf.create_producers(client)
         print(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pathlib
+import shutil
 from collections.abc import Iterator
 
 import pulsar
@@ -43,3 +44,33 @@ def tls_client(service_url: str, trust_file: pathlib.Path | None, *,
                          tls_trust_certs_file_path=None if trust_file is None else str(trust_file),
                          tls_validate_hostname=validate_hostname,
                          logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error), **kwargs)
+
+
+@pytest.fixture(scope="package")
+def server_files(tmp_path_factory: pytest.TempPathFactory,
+                 pki: testing_certs.Pki) -> testing_certs.CertFiles:
+    """Copies of the server certificate the test may overwrite."""
+    directory = tmp_path_factory.mktemp("server-files")
+    files = testing_certs.CertFiles(directory / "server.cert.pem", directory / "server.key.pem")
+    shutil.copy(pki.server.cert, files.cert)
+    shutil.copy(pki.server.key, files.key)
+    return files
+
+
+@pytest.fixture(scope="package")
+def strict_standalone(tmp_path_factory: pytest.TempPathFactory, pki: testing_certs.Pki,
+                      server_files: testing_certs.CertFiles,
+                      ) -> Iterator[broker_testing.TlsStandaloneProcess]:
+    """Only TLS ports, trusted client certificates required, certificate files (server_files)
+    checked for changes every second."""
+    data_dir = tmp_path_factory.mktemp("tls-only") / "data"
+    settings = {**testing_certs.broker_tls_settings(pki),
+                "tlsCertificateFilePath": str(server_files.cert),
+                "tlsKeyFilePath": str(server_files.key),
+                "tlsRequireTrustedClientCertOnConnect": "true",
+                "tlsCertRefreshCheckDurationSec": "1"}
+    process = broker_testing.TlsStandaloneProcess(
+        data_dir, settings, {"journalSyncData": "false"}, plain=False, host="localhost")
+    process.start()
+    yield process
+    process.stop()

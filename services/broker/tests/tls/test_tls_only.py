@@ -8,7 +8,6 @@ import shutil
 import socket
 import ssl
 import uuid
-from collections.abc import Iterator
 
 import pulsar
 import pytest
@@ -16,34 +15,6 @@ from pulsar_broker import testing as broker_testing
 from pulsar_common import testing, testing_certs
 
 from .conftest import tls_client
-
-
-@pytest.fixture(scope="module")
-def server_files(tmp_path_factory: pytest.TempPathFactory,
-                 pki: testing_certs.Pki) -> testing_certs.CertFiles:
-    """Copies of the server certificate the test may overwrite."""
-    directory = tmp_path_factory.mktemp("server-files")
-    files = testing_certs.CertFiles(directory / "server.cert.pem", directory / "server.key.pem")
-    shutil.copy(pki.server.cert, files.cert)
-    shutil.copy(pki.server.key, files.key)
-    return files
-
-
-@pytest.fixture(scope="module")
-def strict_standalone(tmp_path_factory: pytest.TempPathFactory, pki: testing_certs.Pki,
-                      server_files: testing_certs.CertFiles,
-                      ) -> Iterator[broker_testing.TlsStandaloneProcess]:
-    data_dir = tmp_path_factory.mktemp("tls-only") / "data"
-    settings = {**testing_certs.broker_tls_settings(pki),
-                "tlsCertificateFilePath": str(server_files.cert),
-                "tlsKeyFilePath": str(server_files.key),
-                "tlsRequireTrustedClientCertOnConnect": "true",
-                "tlsCertRefreshCheckDurationSec": "1"}
-    process = broker_testing.TlsStandaloneProcess(
-        data_dir, settings, {"journalSyncData": "false"}, plain=False, host="localhost")
-    process.start()
-    yield process
-    process.stop()
 
 
 def test_plain_ports_are_off(strict_standalone: broker_testing.TlsStandaloneProcess) -> None:

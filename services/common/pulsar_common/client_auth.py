@@ -1,0 +1,115 @@
+"""Client-side credentials from Apache's `authPlugin` / `authParams` pair, for every tool and
+service that connects to a broker: pulsar-admin, pulsar-client, pulsar-perf (through the
+official client), and the proxy's own connections to brokers (CONNECT auth fields and HTTP
+headers).
+
+Apache's class names and parameter forms:
+- `org.apache.pulsar.client.impl.auth.AuthenticationToken` (or `token`): `token:<jwt>`,
+  `file:///path/to/token`, or the bare token;
+- `org.apache.pulsar.client.impl.auth.AuthenticationBasic` (or `basic`):
+  `{"userId": "...", "password": "..."}`;
+- `org.apache.pulsar.client.impl.auth.AuthenticationTls` (or `tls`):
+  `tlsCertFile:/path/cert.pem,tlsKeyFile:/path/key.pem` or the same keys as JSON.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import pathlib
+import urllib.parse
+import urllib.request
+
+from pulsar_common import errors
+
+TOKEN_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationToken"
+BASIC_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationBasic"
+TLS_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationTls"
+
+#: Plugin names (Apache's class names and the C++ client's short names) -> method name.
+METHODS = {
+    TOKEN_PLUGIN: "token", "token": "token",
+    BASIC_PLUGIN: "basic", "basic": "basic",
+    TLS_PLUGIN: "tls", "tls": "tls",
+    "org.apache.pulsar.client.impl.auth.AuthenticationDisabled": "none",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Credentials:
+    """What a client presents: the auth method name and its data (CONNECT's
+    auth_method_name/auth_data), or a client certificate for `tls`."""
+
+    method: str
+    data: bytes = b""
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+
+    @property
+    def http_authorization(self) -> str | None:
+        """The Authorization header value over HTTP (None for TLS: the certificate speaks)."""
+        if self.method == "token":
+            return f"Bearer {self.data.decode()}"
+        if self.method == "basic":
+            return "Basic " + base64.b64encode(self.data).decode()
+        return None
+
+
+def _read_url_or_file(location: str) -> str:
+    if location.startswith("file:"):
+        path = urllib.request.url2pathname(urllib.parse.urlparse(location).path)
+        try:
+            return pathlib.Path(path).read_text().strip()
+        except OSError as exc:
+            raise errors.ConfigError(f"cannot read token file {path}: {exc}") from exc
+    return location
+
+
+def _key_values(params: str) -> dict[str, str]:
+    """`{"k": "v"}` JSON, or Apache's `k1:v1,k2:v2` form."""
+    text = params.strip()
+    if text.startswith("{"):
+        try:
+            parsed = json.loads(text)
+        except ValueError as exc:
+            raise errors.ConfigError(f"authParams is not valid JSON: {exc}") from exc
+        return {str(k): str(v) for k, v in parsed.items()}
+    found = {}
+    for part in text.split(","):
+        key, sep, value = part.partition(":")
+        if sep:
+            found[key.strip()] = value.strip()
+    return found
+
+
+def credentials(plugin: str, params: str) -> Credentials | None:
+    """The credentials an authPlugin/authParams pair describes; None without a plugin.
+    Raises ConfigError for an unknown plugin or parameters that do not fit it."""
+    if not plugin:
+        return None
+    method = METHODS.get(plugin.strip())
+    if method is None:
+        raise errors.ConfigError(f"unsupported authPlugin {plugin!r} (supported: "
+                                 f"{TOKEN_PLUGIN}, {BASIC_PLUGIN}, {TLS_PLUGIN})")
+    if method == "none":
+        return None
+    if method == "token":
+        text = params.strip()
+        token = _read_url_or_file(text.removeprefix("token:")) if text else ""
+        if not token:
+            raise errors.ConfigError("AuthenticationToken needs authParams token:<jwt> or "
+                                     "file:///path")
+        return Credentials("token", token.encode())
+    values = _key_values(params)
+    if method == "basic":
+        user, password = values.get("userId"), values.get("password")
+        if not user or password is None:
+            raise errors.ConfigError('AuthenticationBasic needs authParams '
+                                     '{"userId": "...", "password": "..."}')
+        return Credentials("basic", f"{user}:{password}".encode())
+    cert, key = values.get("tlsCertFile", ""), values.get("tlsKeyFile", "")
+    if not cert or not key:
+        raise errors.ConfigError("AuthenticationTls needs authParams "
+                                 "tlsCertFile:<path>,tlsKeyFile:<path>")
+    return Credentials("tls", tls_cert_file=cert, tls_key_file=key)
