@@ -30,6 +30,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "create a cluster's records (cluster, public/default) in the metadata store",
         "pulsar_broker.cli:add_initialize_arguments",
     ),
+    "initialize-namespace": (
+        "create namespaces (and their tenants) in the metadata store, without a broker",
+        "pulsar_broker.metadata_tools:add_initialize_namespace_arguments",
+    ),
+    "compact-topic": ("compact a topic and wait for the result",
+                      "pulsar_broker.metadata_tools:add_compact_topic_arguments"),
     "local-cluster": (
         "run etcd, bookies and brokers as local processes (a real cluster on one machine)",
         "pulsar_broker.local_cluster:add_arguments",
