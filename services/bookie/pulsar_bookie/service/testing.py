@@ -7,7 +7,8 @@ Its output goes to <data_dir>/bookie.log. It can be started again on the
 same directories and ports (a restart after a crash).
 
 `running_bookie(conf)` is the in-process equivalent, an async context manager
-around BookieService.
+around BookieService. `AutoRecoveryProcess` runs `pulsar autorecovery` the same
+way (ready once /heartbeat answers).
 """
 
 from __future__ import annotations
@@ -187,6 +188,22 @@ class BookieProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class AutoRecoveryProcess(BookieProcess):
+    """One `pulsar autorecovery` child process (auditor candidate and replication worker),
+    configured with the bookies' settings file under data_dir."""
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "pulsar_bookie.autorecovery.cli",
+                "--config", str(self.config_path)]
+
+    @property
+    def log_path(self) -> pathlib.Path:
+        return self.data_dir / "autorecovery.log"
+
+    def is_ready(self) -> bool:
+        return self.http_get("/heartbeat")[0] == 200
 
 
 @contextlib.asynccontextmanager
