@@ -8,9 +8,16 @@ Histogram) and exported into the same registry. Each bookie
 gets its own MeterProvider and prometheus_client registry, so several
 bookies can live in one test process.
 
-Names follow Apache BookKeeper's where one exists, in lower case as the
-OpenTelemetry exporter writes them (bookkeeper_server_add_entry_request_seconds,
-bookie_journal_sync_total, ...).
+The OpenTelemetry exporter writes names in lower case
+(bookkeeper_server_add_entry_request_seconds, bookie_journal_sync_total,
+...), so BookKeeper's own series, whose names mix cases, are written beside
+them by _BookKeeperCollector with BookKeeper's exact names and labels
+(bookie_SERVER_STATUS, bookkeeper_server_ADD_ENTRY_count{success},
+bookkeeper_server_ADD_ENTRY_REQUEST{success,quantile} in milliseconds,
+bookie_journal_JOURNAL_SYNC_count, bookie_journal_JOURNAL_QUEUE_SIZE,
+bookie_WRITE_BYTES), so dashboards and alerts written for BookKeeper find
+them. Quantiles are estimated from the latency buckets (the bucket's upper
+bound), where BookKeeper keeps a sliding-window summary.
 """
 
 from __future__ import annotations
@@ -76,6 +83,72 @@ class _LatencyCollector(prometheus_client.registry.Collector):
             yield family
 
 
+#: Quantiles of BookKeeper's request summaries.
+SUMMARY_QUANTILES = (0.5, 0.75, 0.95, 0.99, 0.999, 0.9999, 1.0)
+
+
+def quantile_ms(histogram: LatencyHistogram, quantile: float) -> float:
+    """The upper bound (ms) of the bucket holding the quantile; the last bound past it."""
+    total = sum(histogram.counts)
+    if total == 0:
+        return 0.0
+    rank, running = quantile * total, 0
+    for index, count in enumerate(histogram.counts):
+        running += count
+        if running >= rank and count:
+            bound = histogram.bounds[min(index, len(histogram.bounds) - 1)]
+            return bound * 1000.0
+    return histogram.bounds[-1] * 1000.0
+
+
+class _BookKeeperCollector(prometheus_client.registry.Collector):
+    """BookKeeper's server and journal series under their exact, mixed-case names."""
+
+    def __init__(self, metrics: BookieMetrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterable[prometheus_client.metrics_core.Metric]:
+        snapshot = self._metrics.snapshot
+        core = prometheus_client.metrics_core
+        for name, reading in (("bookie_SERVER_STATUS", "bookie_server_status"),
+                              ("bookie_journal_JOURNAL_QUEUE_SIZE", "bookie_journal_queue_size")):
+            if reading in snapshot:
+                yield core.GaugeMetricFamily(name, f"BookKeeper's {name}", snapshot[reading])
+        for name, reading in (("bookie_WRITE_BYTES", "bookie_journal_bytes"),):
+            if reading in snapshot:
+                yield core.UnknownMetricFamily(name, f"BookKeeper's {name}", snapshot[reading])
+        if "bookie_journal_sync" in snapshot:
+            sync = core.UnknownMetricFamily("bookie_journal_JOURNAL_SYNC_count",
+                                            "Journal fsyncs", labels=["success"])
+            sync.add_metric(["true"], snapshot["bookie_journal_sync"])
+            yield sync
+        for op, by_outcome in (("ADD_ENTRY", self._metrics.adds),
+                               ("READ_ENTRY", self._metrics.reads)):
+            count = core.UnknownMetricFamily(f"bookkeeper_server_{op}_count",
+                                             f"{op} requests", labels=["success"])
+            summary = core.SummaryMetricFamily(f"bookkeeper_server_{op}_REQUEST",
+                                               f"{op} request latency (ms)", labels=["success"])
+            quantiles = core.GaugeMetricFamily(f"bookkeeper_server_{op}_REQUEST",
+                                               f"{op} request latency (ms)",
+                                               labels=["success", "quantile"])
+            for outcome, histogram in by_outcome.items():
+                requests = sum(histogram.counts)
+                count.add_metric([outcome], requests)
+                summary.add_metric([outcome], requests, histogram.total * 1000.0)
+                for q in SUMMARY_QUANTILES:
+                    quantiles.add_metric([outcome, str(q)], quantile_ms(histogram, q))
+            yield count
+            yield _with_quantiles(summary, quantiles)
+
+
+def _with_quantiles(summary: prometheus_client.metrics_core.Metric,
+                    quantiles: prometheus_client.metrics_core.Metric
+                    ) -> prometheus_client.metrics_core.Metric:
+    """One summary family: the quantile samples, then _count and _sum."""
+    summary.samples = [*quantiles.samples, *summary.samples]
+    return summary
+
+
 class BookieMetrics:
     """Implements net.server.RequestObserver; `render()` is the /metrics body."""
 
@@ -99,6 +172,7 @@ class BookieMetrics:
                 "Time to serve a read, LAC read or fence", self._reads),
         }))
         self._snapshot: dict[str, float] = {}
+        self.registry.register(_BookKeeperCollector(self))
         for name, description in _COUNTERS.items():
             meter.create_observable_counter(name, [self._reading(name)], description=description)
         for name, description in _GAUGES.items():
@@ -110,6 +184,19 @@ class BookieMetrics:
             return [] if value is None else [Observation(value)]
 
         return observe
+
+    @property
+    def snapshot(self) -> dict[str, float]:
+        """The readings of the scrape in progress (empty between scrapes)."""
+        return self._snapshot
+
+    @property
+    def adds(self) -> dict[str, LatencyHistogram]:
+        return self._adds
+
+    @property
+    def reads(self) -> dict[str, LatencyHistogram]:
+        return self._reads
 
     def on_add(self, seconds: float, ok: bool) -> None:
         self._adds["true" if ok else "false"].observe(seconds)

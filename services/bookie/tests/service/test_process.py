@@ -98,6 +98,20 @@ async def test_http_endpoints_answer_and_sigterm_stops_cleanly(
     assert families["bookie_journal_sync_seconds"].samples[0].value > 0.0
     assert "bookie_read_cache_hits" in families
     assert families["bookie_journal_queue_size"].samples[0].value >= 0.0
+    # BookKeeper's own series, with its exact mixed-case names and labels.
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for f in text_string_to_metric_families(text.decode()) for s in f.samples}
+    assert samples[("bookie_SERVER_STATUS", ())] == 1.0
+    assert samples[("bookkeeper_server_ADD_ENTRY_count", (("success", "true"),))] == 20.0
+    assert samples[("bookkeeper_server_ADD_ENTRY_REQUEST_count", (("success", "true"),))] == 20.0
+    median = samples[("bookkeeper_server_ADD_ENTRY_REQUEST",
+                      (("quantile", "0.5"), ("success", "true")))]
+    assert 0.0 < median <= samples[("bookkeeper_server_ADD_ENTRY_REQUEST",
+                                    (("quantile", "1.0"), ("success", "true")))]
+    assert samples[("bookie_journal_JOURNAL_SYNC_count", (("success", "true"),))] >= 1.0
+    assert ("bookie_journal_JOURNAL_QUEUE_SIZE", ()) in samples
+    assert samples[("bookie_WRITE_BYTES", ())] >= 200.0
+    assert samples[("bookkeeper_server_READ_ENTRY_count", (("success", "true"),))] >= 1.0
 
     status, body = bookie_process.http("PUT", "/api/v1/bookie/state/readonly",
                                        b'{"readOnly": true}')
