@@ -338,3 +338,31 @@ async def start_managed_ledger_stack(
         store, client, managed_config, now_ms=manual_clock, maintenance_interval_s=None
     )
     return ManagedLedgerStack(root, manual_clock, storage, store, client, ml_factory)
+
+
+class RecordingConnection:
+    """A consumer's connection for in-process dispatcher tests: records what would go out
+    (positions in `sent`, the frames' details in `messages`) and the ACTIVE_CONSUMER_CHANGE
+    and CLOSE_CONSUMER it was asked to send. `writable` may be set False to stand for an
+    outbound buffer above its high-water mark."""
+
+    remote_address = "test"
+
+    def __init__(self) -> None:
+        self.writable = True
+        self.sent: list[Any] = []
+        #: (consumer id, position, redelivery count) per MESSAGE, in order.
+        self.messages: list[tuple[int, Any, int]] = []
+        self.active: dict[int, bool] = {}
+        self.closed_consumers: list[int] = []
+
+    def send_message(self, consumer_id: int, position: Any, redelivery_count: int,
+                     data: bytes, partition: int) -> None:
+        self.sent.append(position)
+        self.messages.append((consumer_id, position, redelivery_count))
+
+    def send_active_consumer_change(self, consumer_id: int, is_active: bool) -> None:
+        self.active[consumer_id] = is_active
+
+    def send_close_consumer(self, consumer_id: int) -> None:
+        self.closed_consumers.append(consumer_id)

@@ -7,12 +7,17 @@ Shared and Key_Shared (the client uses the count for dead-letter topics).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
-from pulsar_broker.subscriptions import delayed_delivery
+from pulsar_broker.subscriptions import (
+    delayed_delivery,
+    key_shared,
+    shared,
+    single_active,
+)
 from pulsar_broker.subscriptions import dispatcher as dispatch
 from pulsar_broker.subscriptions.consumer import Consumer, SubType
 
@@ -51,10 +56,10 @@ class Subscription:
         self.redelivery_counts: dict[ml.Position, int] = {}
         #: None: Apache's defaults (on, 1 s tick); topics pass their namespace's resolved settings.
         self.delayed_settings = delayed_settings
-        self.dispatcher = dispatch.Dispatcher(
-            cursor, sub_type, partition_index, max_read_batch,
-            self.redelivery_count, self._announce_active, delayed_settings,
-            max_read_bytes=max_read_bytes,
+        self.dispatcher = new_dispatcher(
+            cursor, sub_type, partition_index=partition_index, max_read_batch=max_read_batch,
+            redelivery_count=self.redelivery_count, on_active_change=self._announce_active,
+            delayed_settings=delayed_settings, max_read_bytes=max_read_bytes,
         )
         self.msg_acked = 0
 
@@ -85,9 +90,10 @@ class Subscription:
         old = self.dispatcher
         self.sub_type = sub_type
         self.track_redeliveries = sub_type in (SubType.SHARED, SubType.KEY_SHARED)
-        self.dispatcher = dispatch.Dispatcher(
-            self.cursor, sub_type, old.partition_index, old.max_read_batch,
-            self.redelivery_count, self._announce_active, self.delayed_settings,
+        self.dispatcher = new_dispatcher(
+            self.cursor, sub_type, partition_index=old.partition_index,
+            max_read_batch=old.max_read_batch, redelivery_count=self.redelivery_count,
+            on_active_change=self._announce_active, delayed_settings=self.delayed_settings,
             max_read_bytes=old.max_read_bytes,
         )
         old.retire()
@@ -133,7 +139,7 @@ class Subscription:
                         if other.acknowledged(position):
                             break
                 self.redelivery_counts.pop(position, None)
-                self.dispatcher.replay.discard(position)
+                self.dispatcher.forget(position)
             await self.cursor.delete(positions)
         self.msg_acked += len(positions)
         # Acks can unblock consumers held back by maxUnackedMessagesPerConsumer.
@@ -202,3 +208,28 @@ class Subscription:
                 for c in self.consumers
             ],
         }
+
+
+def new_dispatcher(
+    cursor: ml.ManagedCursor,
+    sub_type: SubType,
+    *,
+    partition_index: int,
+    max_read_batch: int,
+    redelivery_count: dispatch.RedeliveryCount,
+    on_active_change: Callable[[Consumer | None], None] | None = None,
+    delayed_settings: delayed_delivery.DelayedDeliverySettings | None = None,
+    max_read_bytes: int = dispatch.MAX_READ_BYTES,
+) -> dispatch.Dispatcher:
+    """The dispatcher of a subscription type's delivery model."""
+    if sub_type in (SubType.EXCLUSIVE, SubType.FAILOVER):
+        return single_active.SingleActiveDispatcher(
+            cursor, partition_index=partition_index, max_read_batch=max_read_batch,
+            redelivery_count=redelivery_count, max_read_bytes=max_read_bytes,
+            on_active_change=on_active_change)
+    model = key_shared.KeySharedDispatcher if sub_type is SubType.KEY_SHARED else (
+        shared.SharedDispatcher)
+    return model(
+        cursor, partition_index=partition_index, max_read_batch=max_read_batch,
+        redelivery_count=redelivery_count, max_read_bytes=max_read_bytes,
+        delayed_settings=delayed_settings)

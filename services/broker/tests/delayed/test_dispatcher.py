@@ -11,7 +11,7 @@ import time
 from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.subscriptions import delayed_delivery as dd
 from pulsar_broker.subscriptions.consumer import Consumer, SubType
-from pulsar_broker.subscriptions.dispatcher import Dispatcher
+from pulsar_broker.subscriptions.shared import SharedDispatcher
 from pulsar_common.wire import pulsar_api_pb2 as pb
 
 TICK_MS = 10
@@ -59,12 +59,13 @@ async def wait_for(condition, timeout_s: float = 20.0) -> None:  # type: ignore[
 
 
 async def shared_dispatcher(factory: ml.ManagedLedgerFactory, name: str,
-                            read_batch: int) -> tuple[ml.ManagedLedger, Dispatcher]:
+                            read_batch: int) -> tuple[ml.ManagedLedger, SharedDispatcher]:
     """A ledger and a Shared dispatcher over a cursor from its start, delayed delivery on."""
     ledger = await factory.open(f"public/default/persistent/{name}")
     cursor = await ledger.open_cursor("sub", ml.InitialPosition.EARLIEST)
-    return ledger, Dispatcher(cursor, SubType.SHARED, -1, read_batch, lambda p: 0, None,
-                              dd.DelayedDeliverySettings(tick_ms=TICK_MS))
+    return ledger, SharedDispatcher(
+        cursor, partition_index=-1, max_read_batch=read_batch, redelivery_count=lambda p: 0,
+        delayed_settings=dd.DelayedDeliverySettings(tick_ms=TICK_MS))
 
 
 def consumer(cnx: Connection, permits: int = 1000) -> Consumer:
