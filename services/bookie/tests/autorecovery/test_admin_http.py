@@ -1,0 +1,110 @@
+"""BookKeeper's admin endpoints on real bookies running the autorecovery daemon: listing,
+the delay and trigger_audit, and a decommission from read-only to cookie removal."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from pulsar_bookie.client.replicated import client as replicated
+from pulsar_bookie.net import client as bookie_net
+from pulsar_bookie.service import registration
+from pulsar_common.metadata import api as metadata_api
+
+from .conftest import (Cluster, assert_fully_replicated, eventually, references,
+                       write_closed_ledgers)
+
+pytestmark = pytest.mark.slow
+
+DAEMON = {"autoRecoveryDaemonEnabled": "true", "lostBookieRecoveryDelay": "0",
+          "openLedgerRereplicationGracePeriod": "600000"}
+
+
+async def test_decommission_drains_a_live_bookie_then_its_cookie_can_be_removed(
+    cluster: Cluster, store: metadata_api.MetadataStore, pool: bookie_net.BookieClientPool,
+    ledgers: replicated.ReplicatedLedgerClient,
+) -> None:
+    await asyncio.to_thread(cluster.start_bookies, 5, DAEMON)
+    created = await write_closed_ledgers(ledgers, count=6, entries=100)
+    counts = {b.bookie_id: len(await references(store, b.bookie_id)) for b in cluster.bookies}
+    victim = cluster.bookie(max(counts, key=lambda b: counts[b]))
+    admin = next(b for b in cluster.bookies if b is not victim)
+    http = cluster.http_json
+
+    status, listed = http(admin, "GET", "/api/v1/bookie/list_bookies?type=rw&print_hostnames=true")
+    assert status == 200 and listed == {b.bookie_id: "127.0.0.1" for b in cluster.bookies}
+    status, auditor = http(admin, "GET", "/api/v1/autorecovery/who_is_auditor")
+    assert status == 200 and isinstance(auditor, dict)
+    assert auditor["Auditor"] in {b.bookie_id for b in cluster.bookies}
+    assert http(admin, "GET", "/api/v1/autorecovery/list_under_replicated_ledger")[0] == 404
+    assert http(admin, "PUT", "/api/v1/autorecovery/decommission", {})[0] == 400
+
+    status, started = http(admin, "PUT", "/api/v1/autorecovery/decommission",
+                           {"bookie_src": victim.bookie_id})
+    assert status == 200 and isinstance(started, dict) and started["decommissioning"]
+    assert http(victim, "GET", "/api/v1/bookie/state/readonly") == (200, {"readOnly": True})
+    status, listed = http(admin, "GET", "/api/v1/bookie/list_bookies?type=ro")
+    assert listed == {victim.bookie_id: None}
+
+    def drained() -> bool:
+        status, progress = http(admin, "GET",
+                                f"/api/v1/autorecovery/decommission?bookie_src={victim.bookie_id}")
+        return status == 200 and isinstance(progress, dict) and progress["drained"] is True
+
+    async def drained_async() -> bool:
+        return await asyncio.to_thread(drained)
+
+    await eventually(drained_async, 60, f"{victim.bookie_id} drained")
+    assert await references(store, victim.bookie_id) == []
+    status, refused = http(admin, "DELETE",
+                           f"/api/v1/autorecovery/decommission?bookie_src={victim.bookie_id}")
+    assert status == 409 and "still registered" in str(refused)
+
+    await asyncio.to_thread(victim.stop)
+    status, removed = http(admin, "DELETE",
+                           f"/api/v1/autorecovery/decommission?bookie_src={victim.bookie_id}")
+    assert status == 200, removed
+    assert await store.get(registration.cookie_path(victim.bookie_id)) is None
+    live = {b.bookie_id for b in cluster.bookies} - {victim.bookie_id}
+    assert await assert_fully_replicated(store, pool, live) == len(created) * 100 * 2
+
+
+async def test_a_lost_bookie_waits_for_the_delay_unless_an_audit_is_triggered(
+    cluster: Cluster, store: metadata_api.MetadataStore, pool: bookie_net.BookieClientPool,
+    ledgers: replicated.ReplicatedLedgerClient,
+) -> None:
+    await asyncio.to_thread(cluster.start_bookies, 4, DAEMON)
+    [ledger_id] = await write_closed_ledgers(ledgers, count=1, entries=200)
+    admin, *_ = cluster.bookies
+    http = cluster.http_json
+    path = "/api/v1/autorecovery/lost_bookie_recovery_delay"
+    assert http(admin, "GET", path) == (200, "lostBookieRecoveryDelay value: 0")
+    assert http(admin, "PUT", path, {"delay_seconds": "soon"})[0] == 400
+    assert http(admin, "PUT", path, {"delay_seconds": 3600})[0] == 200
+    assert http(admin, "GET", path) == (200, "lostBookieRecoveryDelay value: 3600")
+
+    ensemble = (await ledgers.get_ledger_metadata(ledger_id)).ensembles[0].ensemble
+    victim = next(b for b in ensemble if b != admin.bookie_id)
+    cluster.lose(victim)
+
+    async def unregistered() -> bool:
+        return victim not in {b.bookie_id for b in await registration.list_bookies(store)}
+
+    await eventually(unregistered, 30, f"{victim} unregistered")
+    # Nothing to wait for: the auditor saw the change and must leave the ledger alone.
+    await asyncio.sleep(1.0)
+    assert http(admin, "GET", "/api/v1/autorecovery/list_under_replicated_ledger")[0] == 404
+    assert await references(store, victim) == [ledger_id]
+
+    assert http(admin, "PUT", "/api/v1/autorecovery/trigger_audit")[0] == 200
+
+    async def recovered() -> bool:
+        return not await references(store, victim)
+
+    await eventually(recovered, 60, f"no ledger on {victim}")
+    live = {b.bookie_id for b in cluster.bookies} - {victim}
+    assert await assert_fully_replicated(store, pool, live) == 200 * 2
+    # Three bookies left for ensembles of three: decommissioning one more must be refused.
+    status, refused = http(admin, "PUT", "/api/v1/autorecovery/decommission",
+                           {"bookie_src": next(iter(live - {admin.bookie_id}))})
+    assert status == 409 and "other writable bookies" in str(refused)
