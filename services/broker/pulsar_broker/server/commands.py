@@ -10,6 +10,7 @@ from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.managed_ledger import errors as ml_errors
 from pulsar_broker.namespace import listeners
+from pulsar_broker.security import authorization as authz
 from pulsar_broker.topics import producer_access
 
 T = pb.BaseCommand
@@ -39,6 +40,7 @@ _ERROR_CODES: list[tuple[type[BaseException], int]] = [
     (producer_access.ProducerBusyError, pb.ProducerBusy),
     (producer_access.ProducerFencedError, pb.ProducerFenced),
     (listeners.ListenerNotFoundError, pb.ServiceNotReady),
+    (authz.AuthorizationError, pb.AuthorizationError),
     (errors.TopicNotFoundError, pb.TopicNotFound),
     (errors.NotFoundError, pb.TopicNotFound),
     (errors.NotAllowedError, pb.NotAllowedError),

@@ -25,7 +25,8 @@ from pulsar_common.wire import errors as wire_errors
 from pulsar_common.wire import pulsar_api_pb2 as pb
 
 from pulsar_broker.managed_ledger import api as ml
-from pulsar_broker.server import commands, connection_limits, handlers
+from pulsar_broker.security import guard as security_guard
+from pulsar_broker.server import auth, commands, connection_limits, handlers
 from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.subscriptions.consumer import Consumer
 from pulsar_broker.subscriptions.subscription import Subscription
@@ -91,6 +92,7 @@ class ServerConnection(asyncio.Protocol):
         self._out_bytes = 0
         self._flush_scheduled = False
         self._writing_paused = False
+        self.security = auth.ConnectionSecurity(self)
         self.handlers = handlers.Handlers(self)
 
     # asyncio.Protocol
@@ -145,6 +147,7 @@ class ServerConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if self._keepalive is not None:
             self._keepalive.cancel()
+        self.security.close()
         self.transport = None
         if self._limits is not None and self._admitted_ip is not None:
             self._limits.release(self._admitted_ip)
@@ -308,6 +311,7 @@ async def start_server(service: BrokerService, host: str, port: int,
                        ssl_context: ssl.SSLContext | None = None) -> asyncio.Server:
     """Listen for binary-protocol clients, within brokerMaxConnections and
     brokerMaxConnectionsPerIp; over TLS with ssl_context (brokerServicePortTls)."""
+    security_guard.of(service)  # authentication settings are checked before listening
     loop = asyncio.get_running_loop()
     limits = connection_limits.ConnectionLimits(service.config.broker_max_connections,
                                                 service.config.broker_max_connections_per_ip)

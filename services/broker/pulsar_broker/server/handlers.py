@@ -26,6 +26,7 @@ from pulsar_broker.schema import errors as schema_errors
 from pulsar_broker.schema import protocol as schema_protocol
 from pulsar_broker.schema import records as schema_records
 from pulsar_broker.schema import topic_schemas
+from pulsar_broker.security import authorization as authz
 from pulsar_broker.server import commands
 from pulsar_broker.subscriptions.consumer import Consumer, SubType
 from pulsar_broker.topics import (
@@ -68,16 +69,22 @@ class Handlers:
             T.GET_SCHEMA: self.get_schema,
             T.GET_OR_CREATE_SCHEMA: self.get_or_create_schema,
             T.CONSUMER_STATS: self.consumer_stats,
+            T.AUTH_RESPONSE: self.auth_response,
         }
 
     # Connection
 
     def connect(self, connect: pb.CommandConnect) -> None:
         self.cnx.protocol_version = connect.protocol_version
+        if not self.cnx.security.connect(connect):
+            return
         self.cnx.connected = True
         self.cnx.write(replies.connected(
             commands.SERVER_VERSION, min(connect.protocol_version, commands.PROTOCOL_VERSION),
             max_message_size=self.cnx.config.max_message_size))
+
+    def auth_response(self, received: frame.Frame) -> None:
+        self.cnx.security.auth_response(received.command.authResponse)
 
     def ping(self, received: frame.Frame) -> None:
         self.cnx.write(replies.pong())
@@ -91,6 +98,7 @@ class Handlers:
     async def _partitioned_metadata(self, request: pb.CommandPartitionedTopicMetadata) -> None:
         try:
             topic = naming.TopicName.parse(request.topic)
+            await self.cnx.security.check_topic(topic, authz.TopicOperation.LOOKUP)
             partitions = await self.service.partitioned_metadata(topic, auto_create=True)
             reply = replies.partitioned_metadata_response(request.request_id, partitions)
         except Exception as exc:  # noqa: BLE001 - every failure is answered, never dropped
@@ -104,6 +112,7 @@ class Handlers:
     async def _lookup(self, request: pb.CommandLookupTopic) -> None:
         try:
             topic = naming.TopicName.parse(request.topic)
+            await self.cnx.security.check_topic(topic, authz.TopicOperation.LOOKUP)
             # Reading the namespace's policies (for its bundles) fails when it does not exist.
             owner = await self.service.namespaces.lookup(topic, request.authoritative)
             listener = request.advertised_listener_name
@@ -134,6 +143,7 @@ class Handlers:
                                           "Producer is already present on the connection"))
             return
         topic_name = naming.TopicName.parse(request.topic)
+        await self.cnx.security.check_topic(topic_name, authz.TopicOperation.PRODUCE)
         topic = await self.service.get_topic(topic_name, create=True)
         if topic is None:
             raise errors.TopicNotFoundError(f"Topic {topic_name} does not exist")
@@ -311,6 +321,8 @@ class Handlers:
             self.cnx.write(replies.success(request.request_id))
             return
         topic_name = naming.TopicName.parse(request.topic)
+        await self.cnx.security.check_topic(topic_name, authz.TopicOperation.CONSUME,
+                                            request.subscription)
         create = request.force_topic_creation if request.HasField("force_topic_creation") else True
         topic = await self.service.get_topic(topic_name, create=create)
         if topic is None:
@@ -484,6 +496,7 @@ class Handlers:
 
     async def _get_topics_of_namespace(self, request: pb.CommandGetTopicsOfNamespace) -> None:
         ns = naming.NamespaceName.parse(request.namespace)
+        await self.cnx.security.check_namespace(ns, authz.NamespaceOperation.GET_TOPICS)
         mode = pb.CommandGetTopicsOfNamespace.Mode.Name(request.mode)
         topics = await self.service.topics_of_namespace(ns, mode)
         # Unfiltered: the client applies its own pattern.
@@ -496,6 +509,12 @@ class Handlers:
         self.cnx.spawn(self._get_schema(request), None)
 
     async def _get_schema(self, request: pb.CommandGetSchema) -> None:
+        refusal = await self.cnx.security.topic_refusal(request.topic,
+                                                        authz.TopicOperation.LOOKUP)
+        if refusal is not None:
+            self.cnx.write(replies.get_schema_error(request.request_id, pb.AuthorizationError,
+                                                    refusal))
+            return
         self.cnx.write(await schema_protocol.get_schema(self.service, request))
 
     def get_or_create_schema(self, received: frame.Frame) -> None:
@@ -503,6 +522,12 @@ class Handlers:
         self.cnx.spawn(self._get_or_create_schema(request), None)
 
     async def _get_or_create_schema(self, request: pb.CommandGetOrCreateSchema) -> None:
+        refusal = await self.cnx.security.topic_refusal(request.topic,
+                                                        authz.TopicOperation.PRODUCE)
+        if refusal is not None:
+            self.cnx.write(replies.get_or_create_schema_response(
+                request.request_id, code=pb.AuthorizationError, message=refusal))
+            return
         self.cnx.write(await schema_protocol.get_or_create_schema(self.service, request))
 
     def consumer_stats(self, received: frame.Frame) -> None:

@@ -17,6 +17,7 @@ from pulsar_common import naming
 from pulsar_broker import errors
 from pulsar_broker.managed_ledger import errors as ml_errors
 from pulsar_broker.service.broker_service import BrokerService
+from pulsar_broker.web import auth as web_auth
 from pulsar_broker.web import (
     broker_stats,
     brokers,
@@ -27,6 +28,7 @@ from pulsar_broker.web import (
     lookup,
     metrics,
     namespaces,
+    permissions,
     rates,
     rest,
     schemas,
@@ -73,10 +75,13 @@ def create_app(service: BrokerService) -> web.Application:
     """The HTTP application for one broker service (admin v2, lookup, health, metrics)."""
     limit = http_limits.concurrency_middleware(service.config)
     middlewares: list[Middleware] = [apache_errors] if limit is None else [limit, apache_errors]
+    security = web_auth.middleware(service)
+    if security is not None:
+        middlewares.append(security)
     app = web.Application(middlewares=middlewares, client_max_size=CLIENT_MAX_SIZE_BYTES)
     app[rest.SERVICE] = service
     for module in (clusters, tenants, namespaces, bundles, topics, subscriptions, lookup,
-                   brokers, schemas):
+                   brokers, schemas, permissions):
         app.router.add_routes(module.routes)
     rates.install(app, service)
     broker_stats.install(app, service)
