@@ -8,9 +8,9 @@ its bundles changed, or loadBalancerReportUpdateMaxIntervalMinutes passed.
 Brokers elect a leader at `/loadbalance/leader`. The leader reads every report,
 splits bundles over the loadBalancerNamespaceBundleMax* limits, and sheds
 bundles from overloaded brokers with unload-with-destination, through the same
-admin REST calls an operator would make. A round runs only on reports written
-after the previous round's changes, so no decision is taken twice on stale
-figures. Under the operator the brokers run with loadBalancerEnabled=false and
+admin REST calls an operator would make. A round after one that changed
+something waits a few report intervals, so the reports show the moved load
+where it went and no decision is taken twice on stale figures. Under the operator the brokers run with loadBalancerEnabled=false and
 the operator runs this planner instead (docs/load-balancing.md).
 """
 
@@ -36,6 +36,9 @@ from pulsar_broker.service.broker_service import BrokerService
 log = logging.getLogger(__name__)
 
 LEADER_PATH = "/loadbalance/leader"
+#: A round after a change waits this many report intervals: moved topics have no rate in
+#: their new owner's first sample, and a broker rewrites its report once its figures moved.
+SETTLE_REPORTS = 3
 _FIGURES = ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut", "numTopics",
             "numConsumers", "numProducers")
 
@@ -60,6 +63,8 @@ class LoadManager:
         self._written_at_ms = 0
         self._state = shedding.SheddingState()
         self._last_change_ms = 0
+        #: Rounds that split or unloaded something (the leader logs each one).
+        self.rounds = 0
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
@@ -155,8 +160,11 @@ class LoadManager:
 
     async def run_round(self) -> tuple[tuple[splitting.Split, ...], tuple[shedding.Unload, ...]]:
         """One planning round: splits first; unloads only in a round without splits."""
+        settled_ms = self._last_change_ms + int(SETTLE_REPORTS * self.report_interval_s * 1000)
+        if now_ms() < settled_ms:
+            return (), ()
         reports = await self.reports()
-        if len(reports) == 0 or any(r.last_update_ms <= self._last_change_ms for r in reports):
+        if not reports:
             return (), ()
         conf = self.service.config
         splits: tuple[splitting.Split, ...] = ()
@@ -174,6 +182,9 @@ class LoadManager:
                 await self._execute_unload(unload)
         if splits or unloads:
             self._last_change_ms = now_ms()
+            self.rounds += 1
+            log.info("load balancing round %d: %d splits, %d unloads", self.rounds, len(splits),
+                     len(unloads))
         return splits, unloads
 
     async def _bundle_counts(self, reports: list[model.BrokerReport]) -> dict[str, int]:

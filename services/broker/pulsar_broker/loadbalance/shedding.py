@@ -2,7 +2,8 @@
 
 Each broker's usage is the largest of its weighted resource usages (CPU,
 memory, direct memory, bandwidth in and out, in percent), smoothed over rounds:
-`usage = history * previous + (1 - history) * latest`. A broker whose usage
+`usage = history * previous + (1 - history) * latest` (from the latest alone
+when the broker's bundles changed since the previous round). A broker whose usage
 exceeds the cluster average by more than the threshold sheds its busiest
 bundles until the throughput it gives away would bring it down to the
 average. Each bundle goes to the broker with the lowest projected usage, and
@@ -37,11 +38,12 @@ class Unload:
 
 @dataclasses.dataclass(frozen=True)
 class SheddingState:
-    """What one round hands to the next: smoothed usage per broker, and when each bundle
-    was last moved (ms)."""
+    """What one round hands to the next: smoothed usage per broker, the bundles each broker
+    had, and when each bundle was last moved (ms)."""
 
     usage: Mapping[str, float] = dataclasses.field(default_factory=dict)
     recently_unloaded: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    bundles: Mapping[str, frozenset[str]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,21 +62,26 @@ def weighted_usage(report: model.BrokerReport, settings: SheddingSettings) -> fl
                report.bandwidth_out.percent * settings.bandwidth_out_weight)
 
 
-def smoothed_usage(reports: Sequence[model.BrokerReport], previous: Mapping[str, float],
+def smoothed_usage(reports: Sequence[model.BrokerReport], state: SheddingState,
                    settings: SheddingSettings) -> dict[str, float]:
+    """History-weighted usage. A broker whose bundles changed since the last round starts
+    again from its latest usage: its history describes load it no longer has (or lacks
+    load it gained), and smoothing it would shed the moved load a second time."""
     history = settings.history_percentage
     usage = {}
     for report in reports:
         latest = weighted_usage(report, settings)
-        before = previous.get(report.broker)
-        usage[report.broker] = latest if before is None else history * before + (1 - history) * latest
+        before = state.usage.get(report.broker)
+        same_bundles = state.bundles.get(report.broker) == frozenset(report.bundles)
+        usage[report.broker] = (history * before + (1 - history) * latest
+                                if before is not None and same_bundles else latest)
     return usage
 
 
 def plan(reports: Sequence[model.BrokerReport], state: SheddingState,
          settings: SheddingSettings, now_ms: int) -> SheddingPlan:
     """The unloads of one round, from every live broker's latest report."""
-    usage = smoothed_usage(reports, state.usage, settings)
+    usage = smoothed_usage(reports, state, settings)
     recent = {bundle: at for bundle, at in state.recently_unloaded.items()
               if now_ms - at < settings.grace_period_ms}
     average = sum(usage.values()) / len(usage) if usage else 0.0
@@ -90,7 +97,8 @@ def plan(reports: Sequence[model.BrokerReport], state: SheddingState,
                              settings, room)
     for unload in unloads:
         recent[unload.bundle] = now_ms
-    return SheddingPlan(tuple(unloads), SheddingState(usage, recent), average)
+    bundles = {report.broker: frozenset(report.bundles) for report in reports}
+    return SheddingPlan(tuple(unloads), SheddingState(usage, recent, bundles), average)
 
 
 def _shed(report: model.BrokerReport, usage: float, average: float, ceiling: float,
