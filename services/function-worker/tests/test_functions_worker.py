@@ -82,7 +82,7 @@ def running_on(worker: testing.WorkerProcess, name: str) -> list[str]:
 
 def test_a_function_is_registered_run_controlled_and_deleted_through_the_rest_api(
     start_worker: Callable[[], testing.WorkerProcess], client: pulsar.Client,
-    names: Callable[[str], str],
+    names: Callable[[str], str], standalone: broker_testing.StandaloneProcess,
 ) -> None:
     worker = start_worker()
     source, sink = names("in"), names("out")
@@ -122,9 +122,14 @@ def test_a_function_is_registered_run_controlled_and_deleted_through_the_rest_ap
     assert http("POST", f"{worker.url}{base}/start")[0] == 204
     wait_for(lambda: status_of(worker, name)["numRunning"] == 2, 60, "instance 1 started again")
 
+    subscriptions = (f"{standalone.web_url}/admin/v2/persistent/public/default/"
+                     f"{source.rsplit('/', 1)[1]}/subscriptions")
+    assert f"public/default/{name}" in broker_testing.get_json(subscriptions)
     assert http("DELETE", worker.url + base)[0] == 204
     assert http("GET", worker.url + base)[0] == 404
     assert name not in worker.json("GET", "/admin/v3/functions/public/default")
+    # cleanupSubscription (Apache's default): the input subscription went with the function.
+    assert f"public/default/{name}" not in broker_testing.get_json(subscriptions)
 
 
 def test_the_process_runtime_restarts_a_crashed_instance(

@@ -16,7 +16,7 @@ import aiohttp
 from aiohttp import web
 
 from pulsar_functions import config, errors
-from pulsar_functions.worker import rest_instances, service, topic_calls
+from pulsar_functions.worker import cleanup, rest_instances, service, topic_calls
 from pulsar_functions.worker.app_keys import CALLS_KEY, WORKER_KEY, fqfn_of, reason
 
 BASE = "/admin/v3/functions"
@@ -148,5 +148,9 @@ async def _update(request: web.Request) -> web.Response:
 
 
 async def _delete(request: web.Request) -> web.Response:
-    await request.app[WORKER_KEY].functions.delete(fqfn_of(request))
+    worker = request.app[WORKER_KEY]
+    record = await worker.functions.delete(fqfn_of(request))
+    if record.function.cleanup_subscription:
+        await cleanup.delete_input_subscriptions(
+            worker.store, worker.conf.pulsar_web_service_url, record.function)
     return web.Response(status=204)
