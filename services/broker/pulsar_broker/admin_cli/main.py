@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pulsar_common import errors as common_errors
 
 from pulsar_broker.admin_cli import (
+    broker_stats,
     brokers,
     client,
     clusters,
@@ -42,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
              f"or {DEFAULT_ADMIN_URL})")
     security.add_arguments(parser, ("--tls-trust-cert-path",))
     groups = parser.add_subparsers(dest="group", metavar="<group>")
-    for module in (clusters, tenants, namespaces, topics, brokers, schemas, functions):
+    for module in (clusters, tenants, namespaces, topics, brokers, broker_stats, schemas,
+                   functions):
         module.register(groups)
     return parser
 

@@ -53,7 +53,17 @@ def _delete(admin: client.AdminClient, args: argparse.Namespace) -> None:
 
 def _unload(admin: client.AdminClient, args: argparse.Namespace) -> None:
     bundle = f"/{args.bundle}" if args.bundle else ""
-    admin.put(namespace_path(args.namespace) + bundle + "/unload")
+    if args.destination_broker and not args.bundle:
+        raise client.AdminError(400, "--destinationBroker needs --bundle")
+    query = {"destinationBroker": args.destination_broker} if args.destination_broker else None
+    admin.put(namespace_path(args.namespace) + bundle + "/unload", query=query)
+
+
+def _split_bundle(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    query = {"unload": str(args.unload).lower()}
+    if args.split_algorithm_name:
+        query["splitAlgorithmName"] = args.split_algorithm_name
+    admin.put(f"{namespace_path(args.namespace)}/{args.bundle}/split", query=query)
 
 
 def _bundles(admin: client.AdminClient, args: argparse.Namespace) -> None:
@@ -139,9 +149,20 @@ def register(groups: Any) -> None:
     delete.add_argument("-f", "--force", action="store_true", help="delete it and its topics")
     _ns_command(group, "policies", "Get the configuration policies of a namespace",
                 _print_get(""))
-    _ns_command(group, "unload", "Unload a namespace (every bundle) or one bundle from the "
-                "broker that serves it", _unload).add_argument(
-        "-b", "--bundle", help="bundle range, e.g. 0x00000000_0x40000000")
+    unload = _ns_command(group, "unload", "Unload a namespace (every bundle) or one bundle "
+                         "from the broker that serves it", _unload)
+    unload.add_argument("-b", "--bundle", help="bundle range, e.g. 0x00000000_0x40000000")
+    unload.add_argument("-d", "--destinationBroker", dest="destination_broker",
+                        help="broker id (host:webPort) that takes the bundle next")
+    split = _ns_command(group, "split-bundle", "Split a namespace bundle in two",
+                        _split_bundle)
+    split.add_argument("-b", "--bundle", required=True, help="bundle range to split")
+    split.add_argument("-u", "--unload", action="store_true",
+                       help="unload both halves afterwards (lookups may place them elsewhere)")
+    split.add_argument("-san", "--split-algorithm-name", dest="split_algorithm_name",
+                       choices=["range_equally_divide", "topic_count_equally_divide"],
+                       help="where to cut (default: the broker's "
+                            "defaultNamespaceBundleSplitAlgorithm)")
     _ns_command(group, "bundles", "Get the bundles of a namespace", _bundles)
     clear = _ns_command(group, "clear-backlog", "Clear the backlog of the namespace's topics",
                         _clear_backlog)

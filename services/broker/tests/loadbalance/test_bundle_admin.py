@@ -12,6 +12,7 @@ from typing import Any
 import pulsar
 import pytest
 from pulsar_broker import testing as broker_testing
+from pulsar_broker.admin_cli import main as admin
 from pulsar_broker.namespace import bundles
 from pulsar_common import naming
 from pulsar_common.testing import wait_until
@@ -124,3 +125,20 @@ def test_the_load_report_shows_this_broker_and_its_busy_bundle(
         assert set(report[resource]) == {"usage", "limit"}
     assert report["memory"]["usage"] > 0 and report["cpu"]["limit"] >= 100
     assert report["numBundles"] == len(report["bundles"])
+
+
+def test_pulsar_admin_splits_unloads_to_a_destination_and_dumps_the_load_report(
+        standalone: broker_testing.StandaloneProcess, namespace: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    url = ["--admin-url", standalone.web_url]
+    assert admin.main([*url, "namespaces", "split-bundle", namespace, "-b",
+                       "0x00000000_0xffffffff", "-san", "range_equally_divide"]) == 0
+    assert boundaries(standalone.web_url, namespace) == ["0x00000000", "0x7fffffff", "0xffffffff"]
+    me = broker_testing.broker_id(standalone)
+    assert admin.main([*url, "namespaces", "unload", namespace, "-b", "0x00000000_0x7fffffff",
+                       "--destinationBroker", me]) == 0
+    assert admin.main([*url, "namespaces", "unload", namespace, "-b", "0x00000000_0x7fffffff",
+                       "-d", "10.9.9.9:1"]) == 1
+    capsys.readouterr()
+    assert admin.main([*url, "broker-stats", "load-report"]) == 0
+    assert json.loads(capsys.readouterr().out)["loadReportType"] == "LocalBrokerData"
