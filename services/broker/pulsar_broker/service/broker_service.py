@@ -286,8 +286,9 @@ async def _add_partition_names(names: set[str], parent: str, count: int) -> None
 
 
 def _falls_into(topic: naming.TopicName, bundle: NamespaceBundle) -> bool:
-    """Whether topic belongs to bundle: its namespace's, holding the topic's hash (no
-    policies read: a namespace's bundle boundaries never change)."""
+    """Whether topic belongs to bundle: its namespace's, holding the topic's hash. No
+    policies are read: a split only divides a bundle, so a topic that fell into a bundle
+    still falls into it by its range."""
     return (topic.namespace_name == bundle.namespace
             and bundle.holds(namespace_bundles.topic_hash(topic)))
 
