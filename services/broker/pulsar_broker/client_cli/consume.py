@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 
 import pulsar
@@ -26,8 +27,12 @@ POSITIONS = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("topic", help="topic name, e.g. persistent://public/default/my-topic")
+    parser.add_argument("topic", help="topic name, e.g. persistent://public/default/my-topic "
+                        "(a regular expression over topic names with --regex)")
     parser.add_argument("-s", "--subscription-name", required=True, help="subscription name")
+    parser.add_argument("--regex", action="store_true",
+                        help="the topic is a pattern: subscribe to every matching topic of the "
+                             "namespace, e.g. persistent://public/default/orders-.*")
     parser.add_argument(
         "-t",
         "--subscription-type",
@@ -57,6 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="messages per second; 0 consumes as fast as possible (default 0)",
     )
     parser.add_argument("--hex", action="store_true", help="print the content as a hex dump")
+    parser.add_argument("--hide-content", action="store_true",
+                        help="do not print the messages, only how many were consumed")
     parser.add_argument(
         "-q", "--queue-size", type=int, default=1000, help="receiver queue size (default 1000)"
     )
@@ -84,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     client = connection.client_from_args(args)
     try:
         consumer = client.subscribe(
-            args.topic,
+            re.compile(args.topic) if args.regex else args.topic,
             args.subscription_name,
             consumer_type=SUBSCRIPTION_TYPES[args.subscription_type],
             initial_position=POSITIONS[args.subscription_position],
@@ -95,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
                 consumer,
                 args.num_messages,
                 args.rate,
-                lambda m: print(MESSAGE_BOUNDARY + "\n" + describe(m, args.hex), flush=True),
+                (lambda m: None) if args.hide_content
+                else lambda m: print(MESSAGE_BOUNDARY + "\n" + describe(m, args.hex), flush=True),
             )
         finally:
             consumer.close()

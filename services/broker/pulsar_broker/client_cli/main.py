@@ -1,4 +1,4 @@
-"""Entry point of `pulsar-client`: `produce` and `consume`, with Apache's option names."""
+"""Entry point of `pulsar-client`: `produce`, `consume` and `read`, with Apache's option names."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import pulsar
 from pulsar_common import errors as common_errors
 
-from pulsar_broker.client_cli import connection, consume, errors, produce, security
+from pulsar_broker.client_cli import connection, consume, errors, produce, read, security
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,12 +35,14 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="<command>", required=True)
     produce.add_arguments(commands.add_parser("produce", help="send messages to a topic"))
     consume.add_arguments(commands.add_parser("consume", help="receive messages from a topic"))
+    read.add_arguments(commands.add_parser("read", help="read messages of a topic from a "
+                                           "message id, without a subscription"))
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    run = produce.run if args.command == "produce" else consume.run
+    run = {"produce": produce.run, "consume": consume.run, "read": read.run}[args.command]
     try:
         return run(args)
     except (errors.CliError, common_errors.ConfigError) as exc:

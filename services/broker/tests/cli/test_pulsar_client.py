@@ -168,3 +168,36 @@ def test_http_service_url_works_for_produce_and_consume(standalone, topic):
     consumed = cli("consume", topic, "-s", "sub", "-p", "Earliest", "-n", "1")
     assert consumed.returncode == 0, consumed.stderr
     assert _messages(consumed.stdout) == ["key:[k], properties:[], content:over-http"]
+
+
+
+def test_read_from_earliest_and_from_a_message_id_without_a_subscription(
+        pulsar_client, topic, client):
+    producer = client.create_producer(topic, batching_enabled=False)
+    ids = [producer.send(f"m{i}".encode()) for i in range(4)]
+    producer.close()
+    read = pulsar_client("read", topic, "-m", "earliest", "-n", "4")
+    assert read.returncode == 0, read.stderr
+    assert [line.rsplit(":", 1)[1] for line in _messages(read.stdout)] == [
+        "m0", "m1", "m2", "m3"]
+    assert "4 messages successfully read" in read.stdout
+    start = f"{ids[1].ledger_id()}:{ids[1].entry_id()}"
+    after = pulsar_client("read", topic, "-m", start, "-n", "2")
+    assert [line.rsplit(":", 1)[1] for line in _messages(after.stdout)] == ["m2", "m3"]
+    inclusive = pulsar_client("read", topic, "-m", start, "-i", "-n", "1", "--hide-content")
+    assert BOUNDARY not in inclusive.stdout
+    assert "1 messages successfully read" in inclusive.stdout
+    bad = pulsar_client("read", topic, "-m", "yesterday")
+    assert bad.returncode == 1 and "invalid --start-message-id" in bad.stderr
+
+
+def test_consume_with_regex_takes_messages_of_every_matching_topic(pulsar_client, topic, client):
+    for suffix in ("a", "b"):
+        producer = client.create_producer(f"{topic}-{suffix}")
+        producer.send(suffix.encode())
+        producer.close()
+    pattern = f"{topic}-.*"
+    consumed = pulsar_client("consume", pattern, "--regex", "-s", "sub", "-n", "2",
+                             "-p", "Earliest")
+    assert consumed.returncode == 0, consumed.stderr
+    assert sorted(line.rsplit(":", 1)[1] for line in _messages(consumed.stdout)) == ["a", "b"]
