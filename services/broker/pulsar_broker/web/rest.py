@@ -80,6 +80,11 @@ async def body_json(request: web.Request, default: Any = None) -> Any:
         return json.loads(raw)
     except ValueError as exc:
         raise errors.InvalidRequestError(f"Request body is not valid JSON: {exc}") from exc
+    except RecursionError as exc:
+        # Arrays or objects nested deeper than the decoder's recursion limit (a 1 MiB body
+        # can hold 500,000 levels): no admin body nests more than a few.
+        raise errors.InvalidRequestError("Request body is not valid JSON: nested too deeply") \
+            from exc
 
 
 def java_int(value: Any, what: str, highest: int = JAVA_INT_MAX) -> int:
