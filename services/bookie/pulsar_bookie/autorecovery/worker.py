@@ -52,6 +52,8 @@ RETRY_BACKOFF_S = 1.0
 @dataclasses.dataclass(frozen=True)
 class WorkerSettings:
     entry_batch: int = 64
+    #: Claimed ledgers re-replicated at once by one worker.
+    ledgers_in_flight: int = 4
     open_ledger_grace_ms: int = 30_000
     timeout_s: float = 30.0
 
@@ -132,22 +134,29 @@ class ReplicationWorker:
             await asyncio.sleep(IDLE_POLL_S)
 
     async def run_once(self) -> bool:
-        """One pass over the marks; True when every mark seen was finished (or claimed by
-        another worker)."""
-        finished_all = True
-        for ledger_id in await self._marks.ledger_ids():
-            if not await self._marks.try_lock(ledger_id, self._owner):
-                continue
-            try:
-                if not await self.replicate(ledger_id):
-                    finished_all = False
-            except (errors.BookieError, TimeoutError, OSError) as exc:
-                self.stats.failures += 1
-                finished_all = False
-                log.warning("ledger %s: re-replication failed, will retry: %s", ledger_id, exc)
-            finally:
-                await self._marks.unlock(ledger_id)
-        return finished_all
+        """One pass over the marks, up to ledgers_in_flight claimed ledgers at a time; True
+        when every mark seen was finished (or claimed by another worker)."""
+        room = asyncio.Semaphore(self._settings.ledgers_in_flight)
+
+        async def one(ledger_id: types.LedgerId) -> bool:
+            async with room:
+                return await self._claim_and_replicate(ledger_id)
+
+        results = await asyncio.gather(*(one(ledger_id)
+                                         for ledger_id in await self._marks.ledger_ids()))
+        return all(results)
+
+    async def _claim_and_replicate(self, ledger_id: types.LedgerId) -> bool:
+        if not await self._marks.try_lock(ledger_id, self._owner):
+            return True
+        try:
+            return await self.replicate(ledger_id)
+        except (errors.BookieError, TimeoutError, OSError) as exc:
+            self.stats.failures += 1
+            log.warning("ledger %s: re-replication failed, will retry: %s", ledger_id, exc)
+            return False
+        finally:
+            await self._marks.unlock(ledger_id)
 
     async def replicate(self, ledger_id: types.LedgerId) -> bool:
         """Fix one claimed ledger; True when its mark could be removed."""
