@@ -39,6 +39,7 @@ LEADER_PATH = "/loadbalance/leader"
 #: A round after a change waits this many report intervals: moved topics have no rate in
 #: their new owner's first sample, and a broker rewrites its report once its figures moved.
 SETTLE_REPORTS = 3
+_REGISTRATION_KEYS = ("webServiceUrl", "pulsarServiceUrl")
 _FIGURES = ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut", "numTopics",
             "numConsumers", "numProducers")
 
@@ -107,7 +108,9 @@ class LoadManager:
         found = await store.get(path)
         if found is None:
             return False  # Not registered (its session was lost): registration comes first.
-        value = {**json.loads(found.value), **figures}
+        # The registration's own fields (URLs, listeners, TLS URLs) stay as registered.
+        value = {**json.loads(found.value),
+                 **{k: v for k, v in figures.items() if k not in _REGISTRATION_KEYS}}
         try:
             await store.put(path, json.dumps(value).encode(), found.stat.version, ephemeral=True)
         except (md_errors.BadVersionError, md_errors.NotFoundError):

@@ -156,6 +156,24 @@ def shedding_rounds(cluster: local_cluster.LocalCluster) -> list[int]:
     return [int(n) for n in found if int(n) > 0]
 
 
+def lookup(broker: broker_testing.ServiceProcess, topic: str) -> str:
+    path = topic.replace("persistent://", "persistent/")
+    return str(broker_testing.get_json(f"{broker.web_url}/lookup/v2/topic/{path}")["brokerUrl"])
+
+
+def unload_to_a_destination(cluster: local_cluster.LocalCluster, topic: str) -> None:
+    """An unload naming a destination broker: the next lookup, on any broker, lands there."""
+    owner = next(b for b in cluster.brokers if lookup(b, topic) == b.service_url)
+    destination = next(b for b in cluster.brokers if b is not owner)
+    bundle = bundles.bundle_of(naming.TopicName.parse(topic), broker_testing.get_json(
+        f"{owner.web_url}/admin/v2/namespaces/{NAMESPACE}"))
+    put(f"{owner.web_url}/admin/v2/namespaces/{NAMESPACE}/{bundle.range}/unload"
+        f"?destinationBroker={broker_testing.broker_id(destination)}")
+    bystander = next(b for b in cluster.brokers if b is not owner and b is not destination)
+    assert lookup(bystander, topic) == destination.service_url
+    assert str(bundle) in busy_bundles(destination)
+
+
 def test_the_leader_spreads_a_busy_namespace_within_two_rounds_without_losing_a_message(
         three_brokers: local_cluster.LocalCluster) -> None:
     cluster = three_brokers
@@ -191,6 +209,7 @@ def test_the_leader_spreads_a_busy_namespace_within_two_rounds_without_losing_a_
         rounds = shedding_rounds(cluster)
         traffic.stop()
         wait_until(lambda: traffic.sent <= traffic.received, 30, "every sent message received")
+        unload_to_a_destination(cluster, topics[-1])
     finally:
         client.close()
     assert traffic.errors == []
