@@ -87,6 +87,11 @@ def _set_retention(admin: client.AdminClient, args: argparse.Namespace) -> None:
     admin.post(namespace_path(args.namespace) + "/retention", body)
 
 
+def _set_compaction_threshold(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.put(namespace_path(args.namespace) + "/compactionThreshold",
+              units.size_bytes(args.threshold))
+
+
 def _set_ttl(admin: client.AdminClient, args: argparse.Namespace) -> None:
     admin.post(namespace_path(args.namespace) + "/messageTTL", units.seconds(args.ttl))
 
@@ -184,6 +189,15 @@ def _register_policies(group: Group) -> None:
     ttl.add_argument("-ttl", "--messageTTL", dest="ttl", required=True, help="e.g. 3600, 1h")
     _ns_command(group, "get-message-ttl", "Get message TTL", _print_get("/messageTTL"))
     _ns_command(group, "remove-message-ttl", "Remove message TTL", _remove("/messageTTL"))
+
+    threshold = _ns_command(group, "set-compaction-threshold",
+                            "Set the backlog size above which topics are compacted automatically",
+                            _set_compaction_threshold)
+    threshold.add_argument("-t", "--threshold", required=True, help="e.g. 10M, 1G (0: never)")
+    _ns_command(group, "get-compaction-threshold", "Get the compaction threshold",
+                _print_get("/compactionThreshold"))
+    _ns_command(group, "remove-compaction-threshold", "Remove the compaction threshold",
+                _remove("/compactionThreshold"))
 
     dedup = _ns_command(group, "set-deduplication", "Enable or disable deduplication", _set_dedup)
     switch = dedup.add_mutually_exclusive_group(required=True)

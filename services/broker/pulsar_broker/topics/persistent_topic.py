@@ -241,6 +241,8 @@ class PersistentTopic:
                 return await self._read_compacted(existing)
             return existing
         if durable:
+            from_earliest = (initial_position is ml.InitialPosition.EARLIEST
+                             and name not in {c.name for c in self.ledger.cursors})
             cursor = await self.ledger.open_cursor(name, initial_position)
             # Another SUBSCRIBE to the same subscription may have completed meanwhile: both
             # share its cursor, so both must share its subscription (one dispatcher).
@@ -251,10 +253,11 @@ class PersistentTopic:
             if start_message_id is None:
                 start_message_id = (ml.EARLIEST if initial_position is ml.InitialPosition.EARLIEST
                                     else ml.LATEST)
+            from_earliest = start_message_id == ml.EARLIEST
             cursor = self.ledger.new_non_durable_cursor(start_message_id, name,
                                                         inclusive=start_inclusive)
         if read_compacted:
-            cursor = await self._compacted_cursor(cursor)
+            cursor = await self._compacted_cursor(cursor, from_earliest)
         subscription = Subscription(
             str(self.name), name, cursor, sub_type, self.name.partition_index,
             self.max_read_batch, self.track_redeliveries, delayed_settings=self.policies.delayed,
@@ -263,17 +266,20 @@ class PersistentTopic:
         self.subscriptions[name] = subscription
         return subscription
 
-    async def _compacted_cursor(self, cursor: ml.ManagedCursor) -> ml.ManagedCursor:
+    async def _compacted_cursor(self, cursor: ml.ManagedCursor,
+                                from_earliest: bool) -> ml.ManagedCursor:
         if self.compaction is None:
             return cursor
-        return CompactedCursor(cursor, self.compaction.view, await self.compaction.view())
+        ledger = self.ledger
+        return CompactedCursor(cursor, self.compaction.view, lambda: ledger.first_position,
+                               await self.compaction.view(), from_earliest=from_earliest)
 
     async def _read_compacted(self, existing: Subscription) -> Subscription:
         """An idle subscription (loaded after a restart) gets a consumer that reads compacted:
         it is rebuilt over the same cursor, reading through the compacted view."""
         await existing.close()
         subscription = Subscription(
-            str(self.name), existing.name, await self._compacted_cursor(existing.cursor),
+            str(self.name), existing.name, await self._compacted_cursor(existing.cursor, False),
             existing.sub_type, self.name.partition_index, self.max_read_batch,
             self.track_redeliveries, delayed_settings=self.policies.delayed,
             max_read_bytes=self.max_read_bytes)
@@ -288,7 +294,8 @@ class PersistentTopic:
         last = self.ledger.last_confirmed_entry
         if isinstance(cursor, CompactedCursor) and self.compaction is not None:
             view = await self.compaction.view()
-            if view is not None and last <= view.horizon:
+            # (ledger, -1): nothing stored after the horizon (its ledgers may be trimmed).
+            if view is not None and (last <= view.horizon or last.entry_id < 0):
                 if not view.positions:
                     return ml.EARLIEST, None
                 entry = (await view.read_from(view.positions[-1], 1))[0]

@@ -72,6 +72,8 @@ class TopicPolicies:
     age_quota: BacklogQuota = BacklogQuota(-1, -1, HOLD)
     #: delayed_delivery_policies {active, tickTime} over delayedDelivery* of broker.conf.
     delayed: DelayedDeliverySettings = dataclasses.field(default_factory=DelayedDeliverySettings)
+    #: Compact once the compaction backlog holds more bytes than this (0: never automatically).
+    compaction_threshold_bytes: int = 0
 
 
 def resolve(policies: Mapping[str, Any] | None, conf: broker_config.BrokerConfig,
@@ -94,6 +96,9 @@ def resolve(policies: Mapping[str, Any] | None, conf: broker_config.BrokerConfig
         storage_quota=_quota(quotas.get(DESTINATION_STORAGE), default_quota(conf)),
         age_quota=_quota(quotas.get(MESSAGE_AGE), default_quota(conf)),
         delayed=_delayed(policies.get("delayed_delivery_policies"), conf),
+        compaction_threshold_bytes=int(
+            conf.broker_service_compaction_threshold_in_bytes
+            if policies.get("compaction_threshold") is None else policies["compaction_threshold"]),
     )
 
 

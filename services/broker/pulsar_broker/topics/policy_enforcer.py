@@ -8,9 +8,10 @@ topics: retention and persistence through the managed ledger's configuration
 (new ledgers use the new quorums; trimming follows the new retention), TTL
 and backlog quotas through the topic's `policies`.
 
-Two periodic checks act on them, as Apache's broker does: message expiry
+Three periodic checks act on them, as Apache's broker does: message expiry
 (every messageExpiryCheckIntervalInMinutes, or messageExpiryCheckIntervalSeconds
-when set) and backlog quotas (every backlogQuotaCheckIntervalInSeconds).
+when set), backlog quotas (every backlogQuotaCheckIntervalInSeconds) and
+compaction thresholds (every brokerServiceCompactionMonitorIntervalInSeconds).
 """
 
 from __future__ import annotations
@@ -109,6 +110,22 @@ class PolicyEnforcer:
             except Exception:
                 log.exception("backlog quota check on %s failed", topic.name)
 
+    async def check_compaction(self) -> None:
+        """Compact topics whose compaction backlog is above their namespace's threshold."""
+        for topic in self._loaded_topics():
+            threshold = topic.policies.compaction_threshold_bytes
+            if threshold <= 0 or topic.closed or topic.compaction is None:
+                continue
+            try:
+                backlog = backlog_quota.estimated_backlog_size(topic.ledger.ledgers,
+                                                               topic.compaction.horizon())
+                if not topic.compaction.running and backlog > threshold:
+                    log.info("%s: compaction backlog above %d bytes, compacting", topic.name,
+                             threshold)
+                    topic.compact()
+            except Exception:
+                log.exception("compaction check on %s failed", topic.name)
+
     # -- background tasks ----------------------------------------------------------
 
     def start(self) -> None:
@@ -118,6 +135,8 @@ class PolicyEnforcer:
         if self.conf.backlog_quota_check_enabled:
             self._spawn(self._every(float(self.conf.backlog_quota_check_interval_in_seconds),
                                     self.check_backlog_quotas), "backlog-quota")
+        self._spawn(self._every(float(self.conf.broker_service_compaction_monitor_interval_in_seconds),
+                                self.check_compaction), "compaction-monitor")
         self._spawn(self._watch_policies(), "policies-watch")
 
     async def close(self) -> None:

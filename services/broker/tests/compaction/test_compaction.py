@@ -1,10 +1,14 @@
-"""Topic compaction with the official client: compact, then read the latest value per key."""
+"""Topic compaction with the official client: compact, then read the latest value per key;
+automatic compaction past a namespace's threshold, and a standalone SIGKILLed in the middle
+of a compaction (no key lost, no value back)."""
 
 from __future__ import annotations
 
 import json
 import time
 import urllib.request
+import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pulsar
@@ -182,3 +186,107 @@ def test_compacting_a_partitioned_topic_is_refused(standalone, topic):
     with pytest.raises(urllib.error.HTTPError) as failure:
         admin(standalone, "PUT", topic_path(topic) + "/compaction")
     assert failure.value.code == 405
+
+
+# On a standalone of their own: automatic compaction, and SIGKILL during a compaction.
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[broker_testing.StandaloneProcess]:
+    process = broker_testing.StandaloneProcess(
+        tmp_path_factory.mktemp("compaction") / "data",
+        # journalSyncData stays on: the test SIGKILLs the standalone.
+        {"brokerServiceCompactionMonitorIntervalInSeconds": "1"})
+    process.start()
+    yield process
+    process.stop()
+
+
+def put_json(node: broker_testing.StandaloneProcess, path: str, body: Any) -> None:
+    request = urllib.request.Request(node.web_url + path, data=json.dumps(body).encode(),
+                                     method="PUT", headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(request, timeout=30).close()
+
+
+def wait_for(condition: Any, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+@pytest.mark.slow
+def test_topics_past_the_namespace_compaction_threshold_are_compacted(node):
+    namespace = f"public/auto-{uuid.uuid4().hex[:8]}"
+    put_json(node, f"/admin/v2/namespaces/{namespace}", {})
+    put_json(node, f"/admin/v2/namespaces/{namespace}/compactionThreshold", 2000)
+    assert admin(node, "GET", f"/admin/v2/namespaces/{namespace}/compactionThreshold") == 2000
+    topic = f"persistent://{namespace}/table"
+    client = pulsar.Client(node.service_url)
+    try:
+        producer = client.create_producer(topic, batching_enabled=False)
+        for version in range(10):
+            for key in range(5):
+                producer.send(f"{key}-v{version}-".encode() * 10, partition_key=f"k{key}")
+        wait_for(lambda: admin(node, "GET", topic_path(topic) + "/compaction")["status"]
+                 == "SUCCESS", 30, "the automatic compaction")
+        assert read_compacted(client, topic) == {
+            f"k{key}": f"{key}-v9-".encode() * 10 for key in range(5)}
+    finally:
+        client.close()
+
+
+@pytest.mark.slow
+def test_a_compaction_killed_midway_leaves_the_previous_view_in_force(node):
+    topic = f"persistent://public/default/killed-{uuid.uuid4().hex[:8]}"
+    expected: dict[str, bytes] = {}
+    client = pulsar.Client(node.service_url)
+    try:
+        producer = client.create_producer(topic, batching_enabled=True,
+                                          batching_max_messages=500,
+                                          batching_max_publish_delay_ms=20,
+                                          block_if_queue_full=True)
+        failures: list[Any] = []
+
+        def sent(result: Any, _message_id: Any) -> None:
+            if result != pulsar.Result.Ok:
+                failures.append(result)
+
+        def send(key: str, value: bytes) -> None:
+            producer.send_async(value, sent, partition_key=key)
+            if value:
+                expected[key] = value
+            else:
+                expected.pop(key, None)
+
+        for version in range(2):
+            for key in range(2000):
+                send(f"k{key}", f"{key}-a{version}".encode())
+        producer.flush()
+        assert compact(node, topic)["status"] == "SUCCESS"
+        first_ledger = admin(node, "GET", topic_path(topic) + "/internalStats")[
+            "cursors"]["__compaction"]["properties"]["CompactedTopicLedger"]
+        # Enough after the horizon that the second compaction takes a while.
+        for version in range(60):
+            for key in range(0, 2000, 2):
+                send(f"k{key}", f"{key}-b{version}".encode())
+        for key in range(1, 2000, 10):
+            send(f"k{key}", b"")
+        producer.flush()
+        assert failures == []
+    finally:
+        client.close()
+
+    admin(node, "PUT", topic_path(topic) + "/compaction")
+    node.kill()
+    node.start()
+
+    internal = admin(node, "GET", topic_path(topic) + "/internalStats")
+    assert internal["cursors"]["__compaction"]["properties"]["CompactedTopicLedger"] == first_ledger
+    client = pulsar.Client(node.service_url)
+    try:
+        assert read_compacted(client, topic) == expected
+        assert compact(node, topic)["status"] == "SUCCESS"
+        assert read_compacted(client, topic) == expected
+    finally:
+        client.close()

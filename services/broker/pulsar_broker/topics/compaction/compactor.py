@@ -129,6 +129,12 @@ class TopicCompaction:
         """The view if it was loaded already (stats never wait for a load)."""
         return self._view
 
+    def horizon(self) -> ml.Position:
+        """The last position compacted (EARLIEST before the first compaction): the
+        compaction backlog is what came after it."""
+        cursor = self._compaction_cursor()
+        return ml.EARLIEST if cursor is None else self._horizon_of(cursor)
+
     # Running
 
     @property
@@ -245,6 +251,9 @@ class TopicCompaction:
                     opened = retention.readable(entry.position, entry.data)
                     if opened is not None:
                         yield opened
+                    # Parsing batches is CPU work: let the broker's other tasks run between
+                    # entries (cached reads never yield on their own).
+                    await asyncio.sleep(0)
         reader = self._ledger.new_non_durable_cursor(after, None, inclusive=False)
         try:
             while True:
@@ -255,6 +264,7 @@ class TopicCompaction:
                     opened = retention.readable(entry.position, entry.data)
                     if opened is not None:
                         yield opened
+                    await asyncio.sleep(0)
                 if not entries or entries[-1].position >= end:
                     return
         finally:
