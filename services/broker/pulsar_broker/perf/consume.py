@@ -136,12 +136,13 @@ def run(args: argparse.Namespace) -> int:
         ]
         reporter.start()
         perf.stop.begin()
+        perf.recorder.start_warmup(args.warmup_time)
         for thread in threads:
             thread.start()
         try:
-            _wait(perf.stop, threads)
+            wait_for_loops(perf.stop, threads)
         finally:
-            reporter.finish()
+            reporter.finish(args.histogram_file)
         for consumer in consumers:
             consumer.close()
     finally:
@@ -149,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _wait(stop: control.StopControl, threads: list[threading.Thread]) -> None:
+def wait_for_loops(stop: control.StopControl, threads: list[threading.Thread]) -> None:
     """Wait in the main thread (so signals are handled) until every receive loop ended."""
     while any(thread.is_alive() for thread in threads):
         stop.should_stop()

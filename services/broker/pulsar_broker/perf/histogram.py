@@ -10,6 +10,7 @@ at most for any latency a broker can produce).
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 
 SIGNIFICANT_BITS = 7
@@ -95,12 +96,20 @@ class Recorder:
     folds it into the cumulative histogram used for the final summary.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, warmup_s: float = 0.0) -> None:
         self._lock = threading.Lock()
         self._current = Histogram()
         self.cumulative = Histogram()
+        #: Samples recorded before this monotonic time are dropped (the warm-up).
+        self._record_from = time.monotonic() + max(0.0, warmup_s)
+
+    def start_warmup(self, warmup_s: float) -> None:
+        """Drop samples for warmup_s from now (call when the run starts)."""
+        self._record_from = time.monotonic() + max(0.0, warmup_s)
 
     def record(self, value_us: int) -> None:
+        if time.monotonic() < self._record_from:
+            return
         with self._lock:
             self._current.record(value_us)
 
@@ -109,3 +118,20 @@ class Recorder:
             done, self._current = self._current, Histogram()
         self.cumulative.add(done)
         return done
+
+
+def distribution_text(histogram: Histogram) -> str:
+    """The latency distribution as a percentile table (values in ms), as HdrHistogram prints
+    it: Value, Percentile, TotalCount, 1/(1-Percentile)."""
+    lines = [f"{'Value':>12} {'Percentile':>14} {'TotalCount':>10} {'1/(1-Percentile)':>14}", ""]
+    seen = 0
+    for bucket in sorted(histogram.counts):
+        seen += histogram.counts[bucket]
+        fraction = seen / histogram.count
+        inverse = f"{1 / (1 - fraction):14.2f}" if fraction < 1 else f"{'inf':>14}"
+        value_ms = min(bucket + bucket_width(bucket) // 2, histogram.max) / 1000.0
+        lines.append(f"{value_ms:12.3f} {fraction:14.12f} {seen:10d} {inverse}")
+    mean = histogram.total / histogram.count / 1000.0 if histogram.count else 0.0
+    lines += ["", f"#[Mean    = {mean:12.3f}, Max = {histogram.max / 1000.0:12.3f}]",
+              f"#[Total count    = {histogram.count:12d}]"]
+    return "\n".join(lines) + "\n"

@@ -1,4 +1,4 @@
-"""Entry point of `pulsar-perf`: `produce` and `consume` load generators."""
+"""Entry point of `pulsar-perf`: `produce`, `consume` and `read` load generators."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from collections.abc import Sequence
 import pulsar
 from pulsar_common import errors as common_errors
 
-from pulsar_broker.perf import consume, produce
+from pulsar_broker.client_cli import errors as client_errors
+from pulsar_broker.perf import consume, produce, read
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,18 +25,22 @@ def build_parser() -> argparse.ArgumentParser:
     consume.add_arguments(
         commands.add_parser("consume", help="receive messages; latency from publish to receive")
     )
+    read.add_arguments(
+        commands.add_parser("read", help="read with readers from a message id; latency from "
+                            "publish to receive")
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    run = produce.run if args.command == "produce" else consume.run
+    run = {"produce": produce.run, "consume": consume.run, "read": read.run}[args.command]
     try:
         return run(args)
     except pulsar.PulsarException as exc:
         print(f"pulsar-perf: {args.command} failed: {exc}", file=sys.stderr)
         return 1
-    except common_errors.ConfigError as exc:
+    except (common_errors.ConfigError, client_errors.CliError) as exc:
         print(f"pulsar-perf: error: {exc}", file=sys.stderr)
         return 1
 

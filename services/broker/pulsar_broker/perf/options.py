@@ -1,4 +1,4 @@
-"""Options shared by `pulsar-perf produce` and `consume` (Apache's short and long names)."""
+"""Options shared by `pulsar-perf produce`, `consume` and `read` (Apache's short and long names)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import argparse
 from pulsar_broker.client_cli import connection, security
 
 
-def add_common(parser: argparse.ArgumentParser) -> None:
+def add_common(parser: argparse.ArgumentParser,
+               num_messages_flags: tuple[str, ...] = ("-m", "--num-messages")) -> None:
     parser.add_argument("topics", nargs="+", help="topic name(s)")
     parser.add_argument(
         "-u",
@@ -32,8 +33,8 @@ def add_common(parser: argparse.ArgumentParser) -> None:
         help="messages per second in total; 0 means unlimited",
     )
     parser.add_argument(
-        "-m",
-        "--num-messages",
+        *num_messages_flags,
+        dest="num_messages",
         type=int,
         default=0,
         help="stop after this many messages in total; 0 means no limit",
@@ -60,6 +61,24 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "-ioThreads", "--num-io-threads", type=int, default=1, help="client I/O threads (default 1)"
+    )
+    parser.add_argument(
+        "--warmup-time",
+        type=float,
+        default=1.0,
+        help="seconds at the start whose latencies are not recorded (default 1); "
+        "messages are counted from the start",
+    )
+    parser.add_argument(
+        "--histogram-file",
+        default=None,
+        help="write the run's latency distribution (percentile table) to this file",
+    )
+    parser.add_argument(
+        "-au",
+        "--admin-url",
+        default=None,
+        help="web service URL of the cluster, for admin calls (produce --partitions)",
     )
 
 

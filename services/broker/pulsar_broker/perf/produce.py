@@ -8,11 +8,18 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import os
+import random
 import threading
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 
 import pulsar
+from pulsar_common import errors as common_errors
+from pulsar_common import naming
 
 from pulsar_broker.client_cli import connection, rate
 from pulsar_broker.perf import control, histogram, options, stats
@@ -28,6 +35,8 @@ DEFAULT_MAX_OUTSTANDING = 1000
 DRAIN_TIMEOUT_S = 30.0
 ACQUIRE_SLICE_S = 0.2
 BATCHED_SAMPLE_EVERY = 100
+#: -mk: how each message's key is made.
+KEY_MODES = ("autoIncrement", "random")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,7 +85,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="NONE",
         help="compression of batches (default NONE)",
     )
-    parser.add_argument("-k", "--key", help="partitioning key of every message")
+    parser.add_argument(
+        "-mk",
+        "--message-key-generation-mode",
+        choices=list(KEY_MODES),
+        default=None,
+        help="give every message a key: autoIncrement (0, 1, 2, ...) or random "
+        "(default: no key)",
+    )
+    parser.add_argument(
+        "-k", "--encryption-key-name", default=None, help="encrypt messages with this key name"
+    )
+    parser.add_argument(
+        "-v",
+        "--encryption-key-value-file",
+        default=None,
+        help="public key (PEM file) of --encryption-key-name",
+    )
+    parser.add_argument("-pn", "--producer-name", default=None, help="producer name prefix")
+    parser.add_argument(
+        "-ch", "--chunking", action="store_true", help="split messages larger than the broker's "
+        "maxMessageSize into chunks (needs --disable-batching)"
+    )
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=0,
+        help="create each topic as a partitioned topic with this many partitions first "
+        "(needs --admin-url)",
+    )
     parser.add_argument(
         "-ls",
         "--latency-sample-every",
@@ -116,9 +153,23 @@ class ProduceRun:
 
     def create_producers(self, client: pulsar.Client) -> list[pulsar.Producer]:
         a = self.args
+        encryption: dict[str, object] = {}
+        if a.encryption_key_name:
+            if not a.encryption_key_value_file:
+                raise common_errors.ConfigError(
+                    "--encryption-key-name needs --encryption-key-value-file (a public key)")
+            encryption = {"encryption_key": a.encryption_key_name,
+                          "crypto_key_reader": pulsar.CryptoKeyReader(
+                              a.encryption_key_value_file, "")}
+        if a.chunking and not a.disable_batching:
+            raise common_errors.ConfigError("--chunking needs --disable-batching")
+        topics = options.expand_topics(a.topics, a.num_topics)
         return [
             client.create_producer(
                 topic,
+                producer_name=(f"{a.producer_name}-{t}-{i}" if a.producer_name else None),
+                chunking_enabled=a.chunking,
+                **encryption,
                 batching_enabled=not a.disable_batching,
                 batching_max_messages=a.batch_max_messages,
                 batching_max_allowed_size_in_bytes=a.batch_max_bytes,
@@ -128,8 +179,8 @@ class ProduceRun:
                 block_if_queue_full=False,
                 send_timeout_millis=30000,
             )
-            for topic in options.expand_topics(a.topics, a.num_topics)
-            for _ in range(a.num_producers)
+            for t, topic in enumerate(topics)
+            for i in range(a.num_producers)
         ]
 
     def _on_sent(
@@ -157,7 +208,9 @@ class ProduceRun:
         accounts for the untimed messages sent before it on that producer.
         """
         limiter = rate.RateLimiter(self.args.rate)
-        payload, size, key = self.payload, len(self.payload), self.args.key
+        payload, size = self.payload, len(self.payload)
+        key_mode = self.args.message_key_generation_mode
+        key: str | None = None
         every = self.sample_every
         untimed = [0] * len(producers)
         limit, sent = self.args.num_messages, 0
@@ -173,6 +226,10 @@ class ProduceRun:
                     self._on_sent, time.perf_counter_ns(), untimed[index], size
                 )
                 untimed[index] = 0
+            if key_mode == "autoIncrement":
+                key = str(sent)
+            elif key_mode == "random":
+                key = str(random.getrandbits(31))
             producers[index].send_async(payload, callback, partition_key=key)
             sent += 1
         return untimed
@@ -193,9 +250,33 @@ class ProduceRun:
                 break
 
 
+def create_partitioned_topics(admin_url: str, topics: list[str], partitions: int) -> None:
+    """PUT .../partitions for each topic; one that exists already (409) is left as it is."""
+    for text in topics:
+        name = naming.TopicName.parse(text)
+        quote = urllib.parse.quote
+        url = (f"{admin_url.rstrip('/')}/admin/v2/{name.domain.value}/{quote(name.tenant)}/"
+               f"{quote(name.namespace)}/{quote(name.local_name)}/partitions")
+        request = urllib.request.Request(url, data=json.dumps(partitions).encode(), method="PUT",
+                                         headers={"Content-Type": "application/json"})
+        try:
+            urllib.request.urlopen(request, timeout=30).close()
+        except urllib.error.HTTPError as exc:
+            if exc.code != 409:
+                raise common_errors.ConfigError(
+                    f"cannot create {text} with {partitions} partitions: {exc.code} "
+                    f"{exc.read().decode(errors='replace')}") from exc
+
+
 def run(args: argparse.Namespace) -> int:
     perf = ProduceRun(args)
     perf.stop.install_signal_handlers()
+    if args.partitions > 0:
+        if not args.admin_url:
+            raise common_errors.ConfigError("--partitions needs --admin-url")
+        create_partitioned_topics(args.admin_url,
+                                  options.expand_topics(args.topics, args.num_topics),
+                                  args.partitions)
     client = connection.client_from_args(args, args.num_io_threads)
     try:
         producers = perf.create_producers(client)
@@ -215,11 +296,12 @@ def run(args: argparse.Namespace) -> int:
         )
         reporter.start()
         perf.stop.begin()
+        perf.recorder.start_warmup(args.warmup_time)
         try:
             untimed = perf.send_loop(producers)
             perf.drain(producers, untimed)
         finally:
-            reporter.finish()
+            reporter.finish(args.histogram_file)
         for producer in producers:
             producer.close()
     finally:

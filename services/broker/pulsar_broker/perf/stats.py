@@ -132,8 +132,10 @@ class Reporter:
             )
             previous, last = total, now
 
-    def finish(self) -> tuple[Totals, float, histogram.LatencySummary]:
-        """Stop the periodic lines and print the summary; returns what it printed."""
+    def finish(self, histogram_file: str | None = None
+               ) -> tuple[Totals, float, histogram.LatencySummary]:
+        """Stop the periodic lines and print the summary (and write the latency distribution
+        to histogram_file when given); returns what it printed."""
         self._stopped.set()
         if self._thread.is_alive():
             self._thread.join()
@@ -143,4 +145,7 @@ class Reporter:
         latency = self._recorder.cumulative.summary()
         for line in summary_lines(self._noun, total, elapsed, latency):
             self._emit(line)
+        if histogram_file:
+            with open(histogram_file, "w", encoding="utf-8") as out:
+                out.write(histogram.distribution_text(self._recorder.cumulative))
         return total, elapsed, latency

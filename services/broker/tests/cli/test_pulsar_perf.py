@@ -7,6 +7,8 @@ import signal
 import subprocess
 import sys
 
+import pulsar
+
 SUMMARY = re.compile(
     r"Aggregated throughput stats --- ([\d,]+) records (sent|received) --- "
     r"[\d.]+ msg/s --- [\d.]+ Mbit/s"
@@ -106,3 +108,34 @@ def test_ctrl_c_ends_a_run_without_limits_with_the_summary(standalone, topic):
     assert perf.returncode == 0
     assert _records(out) > 0
     assert LATENCY.search(out), out
+
+
+def test_read_keys_histogram_file_and_partitions_with_apaches_flags(
+        pulsar_perf, topic, standalone, client, tmp_path):
+    histogram_file = tmp_path / "latency.hgrm"
+    produced = pulsar_perf("produce", topic, "-m", "50", "-mk", "autoIncrement", "-db",
+                           "--warmup-time", "0", "--histogram-file", str(histogram_file))
+    assert produced.returncode == 0, produced.stderr
+    assert _records(produced.stdout) == 50
+    table = histogram_file.read_text()
+    assert "Percentile" in table and "#[Total count    =           50]" in table
+    reader = client.create_reader(topic, pulsar.MessageId.earliest)
+    keys = [reader.read_next(10_000).partition_key() for _ in range(3)]
+    assert keys == ["0", "1", "2"]
+    reader.close()
+
+    read = pulsar_perf("read", topic, "-n", "50", "-m", "earliest", "-i", "0.5", "-time", "60")
+    assert read.returncode == 0, read.stderr
+    assert _records(read.stdout) == 50
+    assert "Throughput read:" in read.stdout or "Aggregated throughput stats" in read.stdout
+
+    partitioned = f"{topic}-partitioned"
+    made = pulsar_perf("produce", partitioned, "-au", standalone.web_url, "--partitions", "3",
+                       "-m", "30", "-db")
+    assert made.returncode == 0, made.stderr
+    assert client.get_topic_partitions(partitioned) == [
+        f"{partitioned}-partition-{i}" for i in range(3)]
+
+    unkeyed = pulsar_perf("produce", topic, "-k", "my-key", "-m", "1")
+    assert unkeyed.returncode == 1
+    assert "--encryption-key-name needs --encryption-key-value-file" in unkeyed.stderr
