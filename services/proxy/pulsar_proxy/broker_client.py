@@ -12,8 +12,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import ssl
 import typing
+import urllib.parse
 
+from pulsar_common import client_auth
 from pulsar_common.wire import commands as replies
 from pulsar_common.wire import errors as wire_errors
 from pulsar_common.wire import frame
@@ -42,11 +45,39 @@ def body_of(command: pb.BaseCommand) -> typing.Any:
     return getattr(command, command.DESCRIPTOR.fields_by_number[command.type].name)
 
 
+def connect_command(credentials: client_auth.Credentials | None) -> pb.CommandConnect:
+    """A CONNECT of the proxy's own, with its credentials (brokerClientAuthenticationPlugin)."""
+    connect = pb.CommandConnect(client_version=CLIENT_VERSION, protocol_version=PROTOCOL_VERSION)
+    if credentials is not None:
+        connect.auth_method_name = credentials.method
+        connect.auth_data = credentials.data
+    return connect
+
+
+def auth_response(connect: pb.CommandConnect) -> bytes:
+    """AUTH_RESPONSE to a broker's AUTH_CHALLENGE: the credentials of the connection's
+    CONNECT again."""
+    data = pb.AuthData(auth_method_name=connect.auth_method_name, auth_data=connect.auth_data)
+    response = pb.CommandAuthResponse(client_version=CLIENT_VERSION, response=data,
+                                      protocol_version=PROTOCOL_VERSION)
+    return frame.encode_command(T(type=T.AUTH_RESPONSE, authResponse=response))
+
+
+def split_url(url: str) -> tuple[str, int, bool]:
+    """(host, port, over TLS) of a pulsar:// or pulsar+ssl:// broker URL."""
+    parsed = urllib.parse.urlsplit(url if "://" in url else f"pulsar://{url}")
+    if parsed.hostname is None or parsed.port is None:
+        raise errors.BrokerUnavailableError(f"not a broker address: {url!r}")
+    return parsed.hostname, parsed.port, parsed.scheme == "pulsar+ssl"
+
+
 class BrokerConnection(asyncio.Protocol):
     """One connection to a broker: CONNECT, then requests answered by request id."""
 
-    def __init__(self, url: str, timeout_s: float, max_frame_size: int) -> None:
+    def __init__(self, url: str, timeout_s: float, max_frame_size: int,
+                 connect: pb.CommandConnect | None = None) -> None:
         self.url = url
+        self._connect = connect if connect is not None else connect_command(None)
         self._timeout_s = timeout_s
         self._decoder = frame.FrameDecoder(max_frame_size)
         self._transport: asyncio.Transport | None = None
@@ -59,9 +90,7 @@ class BrokerConnection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = typing.cast(asyncio.Transport, transport)
-        connect = pb.CommandConnect(client_version=CLIENT_VERSION,
-                                    protocol_version=PROTOCOL_VERSION)
-        self._transport.write(frame.encode_command(T(type=T.CONNECT, connect=connect)))
+        self._transport.write(frame.encode_command(T(type=T.CONNECT, connect=self._connect)))
 
     def data_received(self, data: bytes) -> None:
         try:
@@ -110,6 +139,9 @@ class BrokerConnection(asyncio.Protocol):
         elif command.type == T.PING:
             assert self._transport is not None
             self._transport.write(replies.PONG_FRAME)
+        elif command.type == T.AUTH_CHALLENGE:
+            assert self._transport is not None
+            self._transport.write(auth_response(self._connect))
         elif command.type in _REPLY_BODIES:
             waiter = self._pending.get(body_of(command).request_id)
             if waiter is not None and not waiter.done():
@@ -135,9 +167,15 @@ class BrokerConnection(asyncio.Protocol):
 class BrokerClientPool:
     """Connections to brokers by address, opened on first use and replaced once closed."""
 
-    def __init__(self, timeout_s: float, max_frame_size: int) -> None:
+    def __init__(self, timeout_s: float, max_frame_size: int,
+                 ssl_context: ssl.SSLContext | None = None,
+                 connect: pb.CommandConnect | None = None) -> None:
         self._timeout_s = timeout_s
         self._max_frame_size = max_frame_size
+        #: For pulsar+ssl:// brokers (tlsEnabledWithBroker).
+        self.ssl_context = ssl_context
+        #: The CONNECT each connection opens with (who the proxy says it is, see identity.py).
+        self.connect = connect
         self._connections: dict[str, asyncio.Future[BrokerConnection]] = {}
 
     async def request(self, url: str, host: str, port: int,
@@ -157,9 +195,15 @@ class BrokerClientPool:
 
     async def _open(self, url: str, host: str, port: int) -> BrokerConnection:
         loop = asyncio.get_running_loop()
+        use_tls = split_url(url)[2]
+        if use_tls and self.ssl_context is None:
+            raise errors.BrokerUnavailableError(f"{url} needs TLS: set tlsEnabledWithBroker")
         try:
             _, connection = await asyncio.wait_for(loop.create_connection(
-                lambda: BrokerConnection(url, self._timeout_s, self._max_frame_size), host, port),
+                lambda: BrokerConnection(url, self._timeout_s, self._max_frame_size,
+                                         self.connect), host, port,
+                ssl=self.ssl_context if use_tls else None,
+                server_hostname=host if use_tls else None),
                 self._timeout_s)
             await connection.wait_connected()
         except (OSError, TimeoutError) as exc:

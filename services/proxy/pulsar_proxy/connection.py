@@ -19,12 +19,13 @@ import logging
 import typing
 from typing import Any
 
+from pulsar_common.auth.errors import AuthenticationError
 from pulsar_common.wire import commands as replies
 from pulsar_common.wire import errors as wire_errors
 from pulsar_common.wire import frame
 from pulsar_common.wire import pulsar_api_pb2 as pb
 
-from pulsar_proxy import errors, lookups
+from pulsar_proxy import broker_client, errors, identity, lookups
 
 if typing.TYPE_CHECKING:
     from pulsar_proxy.service import ProxyService
@@ -97,6 +98,10 @@ class ProxyConnection(_Side):
         self._keepalive: asyncio.TimerHandle | None = None
         self._seen_since_ping = True
         self._admitted = False
+        self.client: identity.ClientIdentity | None = None
+        #: This client's own broker connections for its lookups, when they must carry its
+        #: identity (None: the proxy's shared ones).
+        self._pool: broker_client.BrokerClientPool | None = None
 
     # asyncio.Protocol
 
@@ -145,6 +150,9 @@ class ProxyConnection(_Side):
         if self._admitted:
             self._admitted = False
             self.service.release(self)
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            asyncio.get_running_loop().create_task(pool.close())
 
     def close(self) -> None:
         self.state = State.CLOSED
@@ -171,7 +179,20 @@ class ProxyConnection(_Side):
         self.close()
 
     def _connect(self, connect: pb.CommandConnect) -> None:
+        assert self.transport is not None
+        try:
+            self.client = self.service.identity.authenticate(
+                connect, self.transport.get_extra_info("ssl_object"))
+        except AuthenticationError as exc:
+            log.warning("closing connection from %s: %s", self.remote_address, exc)
+            self._write(frame.encode_command(replies.error(
+                0, pb.AuthenticationError, f"Unable to authenticate: {exc}")))
+            self.close()
+            return
         if not connect.HasField("proxy_to_broker_url"):
+            broker_connect = self.service.identity.broker_connect(connect, self.client)
+            if not self.service.identity.shares_pool(broker_connect):
+                self._pool = self.service.broker_pool(broker_connect)
             self.state = State.LOOKUP
             self._write(frame.encode_command(replies.connected(
                 SERVER_VERSION, min(connect.protocol_version, PROTOCOL_VERSION),
@@ -188,8 +209,10 @@ class ProxyConnection(_Side):
         try:
             host, port = await self.service.discovery.check_target(target)
             loop = asyncio.get_running_loop()
+            context = self.service.broker_ssl_context
             transport, broker = await asyncio.wait_for(
-                loop.create_connection(lambda: BrokerSide(self), host, port),
+                loop.create_connection(lambda: BrokerSide(self), host, port, ssl=context,
+                                       server_hostname=None if context is None else host),
                 self.conf.lookup_timeout_ms / 1000)
         except (errors.ProxyError, OSError, TimeoutError) as exc:
             code = (pb.AuthorizationError if isinstance(exc, errors.TargetNotAllowedError)
@@ -201,9 +224,8 @@ class ProxyConnection(_Side):
         if self.state is not State.CONNECTING_TO_BROKER:  # the client left meanwhile
             transport.close()
             return
-        forwarded = pb.CommandConnect()
-        forwarded.CopyFrom(connect)
-        forwarded.ClearField("proxy_to_broker_url")
+        assert self.client is not None
+        forwarded = self.service.identity.broker_connect(connect, self.client)
         self.peer = broker
         broker.transport = transport
         broker.transport.write(frame.encode_command(T(type=T.CONNECT, connect=forwarded)))
@@ -228,7 +250,7 @@ class ProxyConnection(_Side):
             self._refuse(f"{T.Type.Name(command.type)} on a lookup connection")
 
     async def _answer(self, command: pb.BaseCommand) -> None:
-        reply = await self.service.lookups.answer(command)
+        reply = await self.service.lookups.answer(command, self._pool)
         self._write(frame.encode_command(reply))
 
     def _write(self, data: bytes) -> None:

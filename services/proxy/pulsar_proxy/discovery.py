@@ -35,9 +35,9 @@ def host_port(url: str) -> tuple[str, int]:
         port = parsed.port
     except ValueError as exc:
         raise ValueError(f"bad port in {url!r}") from exc
-    if parsed.scheme not in ("http", "pulsar") or not parsed.hostname or port is None \
-            or parsed.path not in ("", "/"):
-        raise ValueError(f"not a host:port, pulsar:// or http:// address: {url!r}")
+    if parsed.scheme not in ("http", "https", "pulsar", "pulsar+ssl") or not parsed.hostname \
+            or port is None or parsed.path not in ("", "/"):
+        raise ValueError(f"not a host:port, pulsar(+ssl):// or http(s):// address: {url!r}")
     return parsed.hostname, port
 
 
@@ -59,7 +59,7 @@ class BrokerDiscovery:
 
     @property
     def static(self) -> bool:
-        return bool(self._conf.broker_service_url)
+        return self._conf.fixed_brokers
 
     async def brokers(self, *, fresh: bool = False) -> dict[str, ownership.BrokerUrls]:
         """Broker id -> URLs of the registered brokers (empty with fixed URLs)."""
@@ -78,17 +78,33 @@ class BrokerDiscovery:
             raise errors.BrokerUnavailableError("no broker is registered in the metadata store")
         return live[next(self._turn) % len(live)]
 
+    @property
+    def tls(self) -> bool:
+        """Whether brokers are reached on their TLS ports (tlsEnabledWithBroker)."""
+        return self._conf.tls_enabled_with_broker
+
     async def lookup_url(self) -> str:
-        """pulsar://host:port of a broker to send a lookup to."""
+        """pulsar://host:port (pulsar+ssl:// with tlsEnabledWithBroker) of a broker to send a
+        lookup to."""
         if self.static:
-            return _first_host(self._conf.broker_service_url)
-        return (await self._next()).native_url
+            return _first_host(self._conf.broker_service_url_tls if self.tls
+                               else self._conf.broker_service_url)
+        broker = await self._next()
+        return native_url(broker, self.tls)
 
     async def web_url(self) -> str:
-        """http://host:port of a broker to send an admin or lookup request to."""
-        if self._conf.broker_web_service_url:
-            return _first_host(self._conf.broker_web_service_url)
-        return (await self._next()).http_url
+        """http(s)://host:port of a broker to send an admin or lookup request to."""
+        fixed = (self._conf.broker_web_service_url_tls if self.tls
+                 else self._conf.broker_web_service_url)
+        if fixed:
+            return _first_host(fixed)
+        broker = await self._next()
+        if self.tls:
+            if broker.http_url_tls is None:
+                raise errors.BrokerUnavailableError(
+                    f"broker {broker.http_url} has no HTTPS port (tlsEnabledWithBroker)")
+            return broker.http_url_tls
+        return broker.http_url
 
     async def check_target(self, url: str) -> tuple[str, int]:
         """(host, port) of a relay target a client asked for; TargetNotAllowedError otherwise."""
@@ -111,6 +127,17 @@ class BrokerDiscovery:
     async def _registered(self, host: str, port: int) -> bool:
         for fresh in (False, True):
             for broker in (await self.brokers(fresh=fresh)).values():
-                if host_port(broker.native_url) == (host, port):
+                urls = (broker.native_url, broker.native_url_tls)
+                if any(url and host_port(url) == (host, port) for url in urls):
                     return True
         return False
+
+
+def native_url(broker: ownership.BrokerUrls, use_tls: bool) -> str:
+    """The broker's pulsar:// URL, or its pulsar+ssl:// one with use_tls."""
+    if not use_tls:
+        return broker.native_url
+    if broker.native_url_tls is None:
+        raise errors.BrokerUnavailableError(
+            f"broker {broker.native_url} has no TLS port (tlsEnabledWithBroker)")
+    return broker.native_url_tls

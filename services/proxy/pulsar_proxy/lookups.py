@@ -58,16 +58,19 @@ class LookupProxy:
         self.in_flight += 1
         return None
 
-    async def answer(self, command: pb.BaseCommand) -> pb.BaseCommand:
-        """The reply for a request that admit() let in, with the client's request id."""
+    async def answer(self, command: pb.BaseCommand,
+                     pool: BrokerClientPool | None = None) -> pb.BaseCommand:
+        """The reply for a request that admit() let in, with the client's request id; sent
+        over pool (a client's own broker connections) or the shared one."""
         client_id = body_of(command).request_id
         _, failed = _KINDS[command.type]
+        pool = self._pool if pool is None else pool
         try:
             if command.type == T.LOOKUP:
-                reply = await self._lookup(command)
+                reply = await self._lookup(command, pool)
             else:
                 url = await self._discovery.lookup_url()
-                reply = await self._send(url, command)
+                reply = await self._send(url, command, pool)
         except (errors.ProxyError, ValueError) as exc:
             log.info("%s for a client failed: %s", T.Type.Name(command.type), exc)
             return failed(client_id, pb.ServiceNotReady, str(exc))
@@ -76,30 +79,44 @@ class LookupProxy:
         body_of(reply).request_id = client_id
         return reply
 
-    async def _send(self, url: str, command: pb.BaseCommand) -> pb.BaseCommand:
+    def _target(self, answer: pb.CommandLookupTopicResponse) -> str:
+        """The broker URL of a lookup answer the proxy connects to: the TLS one with
+        tlsEnabledWithBroker."""
+        if not self._discovery.tls:
+            return str(answer.brokerServiceUrl)
+        if not answer.brokerServiceUrlTls:
+            raise errors.BrokerUnavailableError(
+                f"broker {answer.brokerServiceUrl} has no TLS port (tlsEnabledWithBroker)")
+        return str(answer.brokerServiceUrlTls)
+
+    async def _send(self, url: str, command: pb.BaseCommand,
+                    pool: BrokerClientPool) -> pb.BaseCommand:
         host, port = discovery_mod.host_port(url)
         request = T()
         request.CopyFrom(command)
-        return await self._pool.request(url, host, port, request)
+        return await pool.request(url, host, port, request)
 
-    async def _lookup(self, command: pb.BaseCommand) -> pb.BaseCommand:
+    async def _lookup(self, command: pb.BaseCommand, pool: BrokerClientPool) -> pb.BaseCommand:
         url = await self._discovery.lookup_url()
         authoritative = command.lookupTopic.authoritative
         for _ in range(MAX_LOOKUP_REDIRECTS):
             request = T()
             request.CopyFrom(command)
             request.lookupTopic.authoritative = authoritative
-            reply = await self._send(url, request)
+            reply = await self._send(url, request, pool)
             if reply.type != T.LOOKUP_RESPONSE:
                 return reply
             answer = reply.lookupTopicResponse
             if answer.response == Lookup.Connect:
+                # As Apache's proxy: the address the proxy reaches the owner at, in both
+                # fields, so a client over TLS or not asks to be relayed there.
+                target = self._target(answer)
                 return replies.lookup_response(
-                    0, answer.brokerServiceUrl, authoritative=True,
+                    0, target, broker_service_url_tls=target, authoritative=True,
                     proxy_through_service_url=True)
             if answer.response != Lookup.Redirect:
                 return reply
-            url, authoritative = answer.brokerServiceUrl, answer.authoritative
+            url, authoritative = self._target(answer), answer.authoritative
         raise errors.BrokerUnavailableError(
             f"lookup of {command.lookupTopic.topic} redirected more than "
             f"{MAX_LOOKUP_REDIRECTS} times")

@@ -12,10 +12,12 @@ import logging
 import aiohttp
 from aiohttp import web
 from prometheus_client import registry
+from pulsar_common import tls
 from pulsar_common.metadata import api as md
 from pulsar_common.metadata import factory as md_factory
+from pulsar_common.wire import pulsar_api_pb2 as pb
 
-from pulsar_proxy import broker_client, connection, discovery, lookups, stats
+from pulsar_proxy import broker_client, connection, discovery, identity, lookups, stats
 from pulsar_proxy import web as proxy_web
 from pulsar_proxy.config import ProxyConfig
 
@@ -26,13 +28,24 @@ class ProxyService:
     def __init__(self, conf: ProxyConfig) -> None:
         self.conf = conf
         self.stats = stats.ProxyStats()
-        self._pool = broker_client.BrokerClientPool(
-            conf.lookup_timeout_ms / 1000, conf.max_message_size + 64 * 1024)
+        self.identity = identity.ProxyIdentity(conf)
+        #: TLS towards brokers (tlsEnabledWithBroker), None without.
+        self.broker_ssl_context = (tls.client_context(conf.broker_tls)
+                                   if conf.tls_enabled_with_broker else None)
+        self._pool = self.broker_pool(self.identity.own_connect())
         self._use_store(None)
         self._per_host: dict[str, int] = {}
-        self._server: asyncio.Server | None = None
+        self._servers: list[asyncio.Server] = []
         self._web_runner: web.AppRunner | None = None
         self._http: aiohttp.ClientSession | None = None
+        #: The client-facing TLS ports' certificate, None without TLS ports.
+        self.certificates: tls.CertificateReloader | None = None
+
+    def broker_pool(self, connect: pb.CommandConnect) -> broker_client.BrokerClientPool:
+        """Connections to brokers that open with connect (see identity.py)."""
+        return broker_client.BrokerClientPool(
+            self.conf.lookup_timeout_ms / 1000, self.conf.max_message_size + 64 * 1024,
+            self.broker_ssl_context, connect)
 
     def _use_store(self, store: md.MetadataStore | None) -> None:
         self.store = store
@@ -64,7 +77,10 @@ class ProxyService:
 
     def http(self) -> aiohttp.ClientSession:
         if self._http is None:
+            connector = (None if self.broker_ssl_context is None
+                         else aiohttp.TCPConnector(ssl=self.broker_ssl_context))
             self._http = aiohttp.ClientSession(
+                connector=connector,
                 timeout=aiohttp.ClientTimeout(total=self.conf.lookup_timeout_ms / 1000))
         return self._http
 
@@ -72,24 +88,38 @@ class ProxyService:
 
     async def start(self) -> None:
         conf = self.conf
-        if not conf.broker_service_url or not conf.broker_web_service_url:
+        if not conf.fixed_brokers or not conf.fixed_web_brokers:
             self._use_store(await md_factory.create_store(
                 conf.metadata_store_url,
                 session_timeout_s=conf.metadata_store_session_timeout_millis / 1000))
+        if conf.tls_enabled:
+            self.certificates = tls.CertificateReloader(
+                conf.tls, conf.tls_cert_refresh_check_duration_sec)
+        context = None if self.certificates is None else self.certificates.context
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            lambda: connection.ProxyConnection(self), conf.bind_address, conf.service_port,
-            reuse_address=True)
+        for port, ssl_context in ((conf.service_port, None), (conf.service_port_tls, context)):
+            if port is not None:
+                self._servers.append(await loop.create_server(
+                    lambda: connection.ProxyConnection(self), conf.bind_address, port,
+                    reuse_address=True, ssl=ssl_context))
         metrics = registry.CollectorRegistry(auto_describe=True)
         metrics.register(stats.ProxyStatsCollector(self.stats))
         self._web_runner = web.AppRunner(proxy_web.create_app(self, metrics), access_log=None)
         await self._web_runner.setup()
-        await web.TCPSite(self._web_runner, conf.bind_address, conf.web_service_port,
-                          reuse_address=True).start()
+        # HTTPS first: a plain web port that answers means everything else is up.
+        for port, ssl_context in ((conf.web_service_port_tls, context),
+                                  (conf.web_service_port, None)):
+            if port is not None:
+                await web.TCPSite(self._web_runner, conf.bind_address, port,
+                                  reuse_address=True, ssl_context=ssl_context).start()
+        if self.certificates is not None:
+            self.certificates.start()
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        if self.certificates is not None:
+            await self.certificates.stop()
+        for server in self._servers:
+            server.close()
         if self._web_runner is not None:
             await self._web_runner.cleanup()
         await self._pool.close()
@@ -101,10 +131,15 @@ class ProxyService:
     def banner(self) -> str:
         conf = self.conf
         host = conf.advertised_address or conf.bind_address
-        source = (f"brokers at {conf.broker_service_url}" if conf.broker_service_url
+        fixed = conf.broker_service_url_tls if conf.tls_enabled_with_broker \
+            else conf.broker_service_url
+        source = (f"brokers at {fixed}" if conf.fixed_brokers
                   else f"brokers registered in {conf.metadata_store_url}")
-        return (f"pulsar proxy: pulsar://{host}:{conf.service_port} "
-                f"http://{host}:{conf.web_service_port} ({source})")
+        urls = [f"{scheme}://{host}:{port}" for scheme, port in (
+            ("pulsar", conf.service_port), ("pulsar+ssl", conf.service_port_tls),
+            ("http", conf.web_service_port), ("https", conf.web_service_port_tls))
+            if port is not None]
+        return f"pulsar proxy: {' '.join(urls)} ({source})"
 
 
 async def run(conf: ProxyConfig) -> None:

@@ -13,12 +13,15 @@
 from __future__ import annotations
 
 import os
+import time
 import typing
+from collections.abc import Awaitable, Callable
 
 import prometheus_client
 from aiohttp import web
 from prometheus_client import registry
 from pulsar_common import http_relay
+from pulsar_common.auth.errors import AuthenticationError
 
 if typing.TYPE_CHECKING:
     from pulsar_proxy.service import ProxyService
@@ -27,8 +30,31 @@ SERVICE_KEY: web.AppKey[ProxyService] = web.AppKey("service")
 REGISTRY_KEY = web.AppKey("registry", registry.CollectorRegistry)
 
 
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@web.middleware
+async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """With authenticationEnabled, every request but /status.html proves a role (Bearer,
+    Basic, or the client certificate of the HTTPS port) or gets 401. The Authorization
+    header then goes on to the broker, which authenticates and authorizes it again."""
+    authentication = request.app[SERVICE_KEY].identity.authentication
+    if authentication is None or request.path == "/status.html":
+        return await handler(request)
+    ssl_object = request.transport.get_extra_info("ssl_object") if request.transport else None
+    certificate = ssl_object.getpeercert() if ssl_object is not None else None
+    try:
+        given = authentication.http_credentials(request.headers.get("Authorization"),
+                                                certificate or None)
+        authentication.authenticate(given, time.time())
+    except AuthenticationError as exc:
+        return web.json_response({"reason": f"Authentication required: {exc}"}, status=401)
+    return await handler(request)
+
+
 def create_app(service: ProxyService, metrics: registry.CollectorRegistry) -> web.Application:
-    app = web.Application(client_max_size=service.conf.max_http_request_body_bytes)
+    app = web.Application(client_max_size=service.conf.max_http_request_body_bytes,
+                          middlewares=[authenticate])
     app[SERVICE_KEY] = service
     app[REGISTRY_KEY] = metrics
     app.router.add_get("/status.html", status)
