@@ -103,6 +103,42 @@ class PulsarResources:
         except md_errors.NotFoundError as exc:
             raise errors.NotFoundError("Cluster does not exist") from exc
 
+    # Failure domains of a cluster (Apache: /admin/clusters/<cluster>/failureDomain/<name>)
+
+    async def list_failure_domains(self, cluster: str) -> dict[str, dict[str, Any]]:
+        await self.get_cluster(cluster)
+        domains = {}
+        for name in await self.store.get_children(f"{CLUSTERS}/{cluster}/failureDomain"):
+            found = await self._get_json(f"{CLUSTERS}/{cluster}/failureDomain/{name}")
+            if found is not None:
+                domains[name] = found[0]
+        return domains
+
+    async def get_failure_domain(self, cluster: str, name: str) -> dict[str, Any]:
+        await self.get_cluster(cluster)
+        found = await self._get_json(f"{CLUSTERS}/{cluster}/failureDomain/{name}")
+        if found is None:
+            raise errors.NotFoundError("Domain does not exist")
+        value: dict[str, Any] = found[0]
+        return value
+
+    async def set_failure_domain(self, cluster: str, name: str, domain: dict[str, Any]) -> None:
+        """Create or replace a domain (Apache's POST does both)."""
+        await self.get_cluster(cluster)
+        path = f"{CLUSTERS}/{cluster}/failureDomain/{name}"
+        current = await self._get_json(path)
+        if current is None:
+            await self._create(path, domain, "Domain")
+        else:
+            await self._update(path, domain, "Domain")
+
+    async def delete_failure_domain(self, cluster: str, name: str) -> None:
+        await self.get_cluster(cluster)
+        try:
+            await self.store.delete(f"{CLUSTERS}/{cluster}/failureDomain/{name}")
+        except md_errors.NotFoundError as exc:
+            raise errors.NotFoundError("Domain does not exist") from exc
+
     # Tenants
 
     async def list_tenants(self) -> list[str]:

@@ -1,4 +1,4 @@
-"""`pulsar-admin clusters list|get|create|update|delete`."""
+"""`pulsar-admin clusters list|get|create|update|delete` and the failure-domain commands."""
 
 from __future__ import annotations
 
@@ -47,6 +47,38 @@ def _delete(admin: client.AdminClient, args: argparse.Namespace) -> None:
     admin.delete(f"{BASE}/{client.quote(args.cluster)}")
 
 
+def _domain_url(args: argparse.Namespace) -> str:
+    return (f"{BASE}/{client.quote(args.cluster)}/failureDomains/"
+            f"{client.quote(args.domain_name)}")
+
+
+def _set_domain(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    brokers = [b.strip() for b in args.broker_list.split(",") if b.strip()]
+    admin.post(_domain_url(args), {"brokers": brokers})
+
+
+def _get_domain(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    output.print_json(admin.get(_domain_url(args)))
+
+
+def _delete_domain(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.delete(_domain_url(args))
+
+
+def _list_domains(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    output.print_json(admin.get(f"{BASE}/{client.quote(args.cluster)}/failureDomains"))
+
+
+def _domain_command(group: Group, name: str, help_text: str, run: Any,
+                    with_brokers: bool = False) -> None:
+    parser = group.command(name, help_text, run)
+    parser.add_argument("cluster")
+    parser.add_argument("--domain-name", required=True, help="name of the failure domain")
+    if with_brokers:
+        parser.add_argument("--broker-list", required=True,
+                            help="comma separated brokers (host:port) of the domain")
+
+
 def register(groups: Any) -> None:
     group = Group(groups, "clusters", "Operations about clusters")
     group.command("list", "List the existing clusters", _list)
@@ -55,3 +87,12 @@ def register(groups: Any) -> None:
     _url_options(group.command("create", "Provisions a new cluster", _create))
     _url_options(group.command("update", "Update the configuration for a cluster", _update))
     group.command("delete", "Deletes an existing cluster", _delete).add_argument("cluster")
+    _domain_command(group, "create-failure-domain", "Create a new failure domain for a cluster",
+                    _set_domain, with_brokers=True)
+    _domain_command(group, "update-failure-domain", "Update the brokers of a failure domain",
+                    _set_domain, with_brokers=True)
+    _domain_command(group, "get-failure-domain", "Get the brokers of a failure domain",
+                    _get_domain)
+    _domain_command(group, "delete-failure-domain", "Delete a failure domain", _delete_domain)
+    group.command("list-failure-domains", "List the failure domains of a cluster",
+                  _list_domains).add_argument("cluster")

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pulsar_common import errors as common_errors
 
 from pulsar_broker.admin_cli import (
+    bookies,
     broker_stats,
     brokers,
     client,
@@ -43,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
              f"or {DEFAULT_ADMIN_URL})")
     security.add_arguments(parser, ("--tls-trust-cert-path",))
     groups = parser.add_subparsers(dest="group", metavar="<group>")
-    for module in (clusters, tenants, namespaces, topics, brokers, broker_stats, schemas,
+    for module in (clusters, tenants, namespaces, topics, brokers, broker_stats, bookies, schemas,
                    functions):
         module.register(groups)
     return parser

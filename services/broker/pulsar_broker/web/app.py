@@ -19,6 +19,7 @@ from pulsar_broker.managed_ledger import errors as ml_errors
 from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.web import auth as web_auth
 from pulsar_broker.web import (
+    bookies,
     broker_stats,
     brokers,
     bundles,
@@ -81,7 +82,7 @@ def create_app(service: BrokerService) -> web.Application:
     app = web.Application(middlewares=middlewares, client_max_size=CLIENT_MAX_SIZE_BYTES)
     app[rest.SERVICE] = service
     for module in (clusters, tenants, namespaces, bundles, topics, subscriptions, lookup,
-                   brokers, schemas, permissions):
+                   brokers, schemas, permissions, bookies):
         app.router.add_routes(module.routes)
     rates.install(app, service)
     broker_stats.install(app, service)

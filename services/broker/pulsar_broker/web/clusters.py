@@ -1,4 +1,7 @@
-"""`/admin/v2/clusters`: the clusters known to this Pulsar instance (ClusterData records)."""
+"""`/admin/v2/clusters`: the clusters known to this Pulsar instance (ClusterData records) and
+their failure domains (named groups of brokers, Apache's FailureDomain: `{"brokers": [...]}`).
+A broker belongs to at most one domain of a cluster. Domains are stored and served; the load
+balancer does not place bundles by them (Apache's failureDomainsEnabled)."""
 
 from __future__ import annotations
 
@@ -67,4 +70,50 @@ async def update_cluster(request: web.Request) -> web.Response:
 async def delete_cluster(request: web.Request) -> web.Response:
     name = rest.check_name(request.match_info["cluster"], "Cluster")
     await rest.service(request).resources.delete_cluster(name)
+    return rest.no_content()
+
+
+def _domain_path(request: web.Request) -> tuple[str, str]:
+    cluster = rest.check_name(request.match_info["cluster"], "Cluster")
+    return cluster, rest.check_name(request.match_info["domain"], "Domain")
+
+
+def _failure_domain(body: Any) -> dict[str, list[str]]:
+    brokers = body.get("brokers") if isinstance(body, dict) else None
+    if not isinstance(brokers, list) or not all(isinstance(b, str) and b for b in brokers):
+        raise errors.InvalidRequestError(
+            'A failure domain must be a JSON object {"brokers": ["host:port", ...]}')
+    return {"brokers": sorted(set(brokers))}
+
+
+@routes.get("/admin/v2/clusters/{cluster}/failureDomains")
+async def list_failure_domains(request: web.Request) -> web.Response:
+    cluster = rest.check_name(request.match_info["cluster"], "Cluster")
+    return rest.ok_json(await rest.service(request).resources.list_failure_domains(cluster))
+
+
+@routes.get("/admin/v2/clusters/{cluster}/failureDomains/{domain}")
+async def get_failure_domain(request: web.Request) -> web.Response:
+    cluster, name = _domain_path(request)
+    return rest.ok_json(await rest.service(request).resources.get_failure_domain(cluster, name))
+
+
+@routes.post("/admin/v2/clusters/{cluster}/failureDomains/{domain}")
+async def set_failure_domain(request: web.Request) -> web.Response:
+    cluster, name = _domain_path(request)
+    domain = _failure_domain(await rest.body_json(request))
+    resources = rest.service(request).resources
+    for other, existing in (await resources.list_failure_domains(cluster)).items():
+        shared = set(existing.get("brokers", [])) & set(domain["brokers"])
+        if other != name and shared:
+            raise errors.ConflictError(
+                f"Domain {other} already has the broker(s) {', '.join(sorted(shared))}")
+    await resources.set_failure_domain(cluster, name, domain)
+    return rest.no_content()
+
+
+@routes.delete("/admin/v2/clusters/{cluster}/failureDomains/{domain}")
+async def delete_failure_domain(request: web.Request) -> web.Response:
+    cluster, name = _domain_path(request)
+    await rest.service(request).resources.delete_failure_domain(cluster, name)
     return rest.no_content()
