@@ -188,3 +188,13 @@ def test_with_history_on_the_issue_scenario_still_converges_within_two_rounds() 
         placement, state = apply(placement, result.unloads), result.state
     usage = usage_of(placement)
     assert max(usage.values()) <= sum(usage.values()) / 3 + SETTINGS.threshold_percentage
+
+
+def test_a_new_broker_receives_load_from_busy_ones() -> None:
+    placement = {"a": {bundle(i): 10 * MB for i in range(6)},
+                 "b": {bundle(i): 10 * MB for i in range(6, 12)}, "new": {}}
+    result = shedding.plan(cluster_reports(placement), shedding.SheddingState(), SETTINGS, 0)
+    assert {u.destination for u in result.unloads} == {"new"}
+    assert {u.source for u in result.unloads} == {"a", "b"}
+    usage = usage_of(apply(placement, result.unloads))
+    assert usage == {"a": 40.0, "b": 40.0, "new": 40.0}
