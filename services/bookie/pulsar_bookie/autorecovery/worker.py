@@ -33,7 +33,6 @@ from pulsar_common.metadata import tasks as metadata_tasks
 from pulsar_bookie import errors, types
 from pulsar_bookie.autorecovery import copier, plan, underreplication
 from pulsar_bookie.client import bookie_rpc, ledger_metadata
-from pulsar_bookie.client.replicated import placement
 from pulsar_bookie.client.replicated import recovery as ledger_recovery
 from pulsar_bookie.client.replicated.settings import ClientSettings
 from pulsar_bookie.service import registration
@@ -197,7 +196,9 @@ class ReplicationWorker:
         timeout_ms = int(self._settings.timeout_s * 1000)
         settings = ClientSettings(add_entry_timeout_ms=timeout_ms,
                                   read_entry_timeout_ms=timeout_ms)
-        return await ledger_recovery.recover(versioned, self._meta, self._pool, settings)
+        return await ledger_recovery.recover(
+            versioned, self._meta, self._pool, settings,
+            registration.RegisteredBookieSource(self._store), self._rng)
 
     async def _repair(
         self,
@@ -206,8 +207,7 @@ class ReplicationWorker:
         avoid: frozenset[types.BookieId],
     ) -> ledger_metadata.VersionedMetadata:
         metadata = versioned.metadata
-        candidates = [placement.BookieInfo(b.bookie_id, b.rack, b.writable)
-                      for b in await registration.list_bookies(self._store)]
+        candidates = await registration.RegisteredBookieSource(self._store).bookies()
         target = plan.replacement_for(candidates, repair.fragment.ensemble, repair.bad, avoid,
                                       self._rng)
         copied = await copier.copy_fragment(

@@ -28,6 +28,7 @@ from pulsar_common.metadata import api as metadata_api
 from pulsar_common.metadata import errors as metadata_errors
 
 from pulsar_bookie import errors, types
+from pulsar_bookie.client.replicated import placement
 from pulsar_bookie.storage import cookie as storage_cookie
 
 log = logging.getLogger(__name__)
@@ -104,6 +105,17 @@ async def list_bookies(store: metadata_api.MetadataStore) -> list[BookieInfo]:
         except (ValueError, KeyError) as exc:
             log.warning("ignoring unreadable registration of bookie %s: %s", name, exc)
     return found
+
+
+class RegisteredBookieSource:
+    """The ledger client's placement.BookieSource over the registrations in a store."""
+
+    def __init__(self, store: metadata_api.MetadataStore) -> None:
+        self._store = store
+
+    async def bookies(self) -> list[placement.BookieInfo]:
+        return [placement.BookieInfo(b.bookie_id, b.rack, b.writable)
+                for b in await list_bookies(self._store)]
 
 
 async def writable_bookies(store: metadata_api.MetadataStore) -> list[BookieInfo]:

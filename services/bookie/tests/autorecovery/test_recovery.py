@@ -9,6 +9,7 @@ import logging
 import time
 
 import pytest
+from pulsar_bookie import errors
 from pulsar_bookie.autorecovery import underreplication
 from pulsar_bookie.client.replicated import client as replicated
 from pulsar_bookie.net import client as bookie_net
@@ -146,3 +147,26 @@ async def test_a_worker_killed_mid_copy_leaves_consistent_metadata_and_another_f
 
 async def _is_locked(marks: underreplication.UnderReplicationStore, ledger_id: int) -> bool:
     return await marks.lock_owner(ledger_id) is not None
+
+
+async def test_an_idle_open_ledger_past_the_grace_period_is_fenced_closed_and_replicated(
+    cluster: Cluster, store: metadata_api.MetadataStore, pool: bookie_net.BookieClientPool,
+    ledgers: replicated.ReplicatedLedgerClient,
+) -> None:
+    await asyncio.to_thread(cluster.start_bookies, 4)
+    writer = await ledgers.create_ledger(3, 2, 2)
+    for entry in range(100):
+        await writer.append(payload(writer.ledger_id, entry))
+    victim = writer.ensemble[1]
+    await asyncio.to_thread(cluster.start_autorecovery,
+                            {**RECOVERY, "openLedgerRereplicationGracePeriod": "0"})
+    cluster.lose(victim)
+
+    await eventually(lambda: _gone(store, victim), 60, f"no ledger on {victim}")
+    await eventually(lambda: no_marks(store), 30, "no under-replicated ledger left")
+    metadata = await ledgers.get_ledger_metadata(writer.ledger_id)
+    assert metadata.is_closed and metadata.last_entry_id == 99, metadata
+    live = {b.bookie_id for b in cluster.bookies} - {victim}
+    assert await assert_fully_replicated(store, pool, live) == 100 * 2
+    with pytest.raises(errors.BookieError):
+        await writer.append(payload(writer.ledger_id, 100))  # fenced: the writer is told

@@ -76,7 +76,8 @@ class ReplicatedLedgerClient:
         if versioned.metadata.password != password:
             raise errors.UnauthorizedAccessError(f"wrong password for ledger {ledger_id}")
         if recovery and not versioned.metadata.is_closed:
-            versioned = await ledger_recovery.recover(versioned, self._meta, self._pool, self._settings)
+            versioned = await ledger_recovery.recover(versioned, self._meta, self._pool,
+                                                      self._settings, self._source, self._rng)
         handle = ReplicatedReadHandle(versioned.metadata, self._pool, self._settings,
                                       types.INVALID_ENTRY_ID)
         if not versioned.metadata.is_closed:

@@ -9,7 +9,11 @@
    write set say they do not have it. Anything else is retried, never guessed.
 3. Write the recovered entries to their whole write set, then close the ledger
    at the last recovered entry by CAS. If another client closed it first, its
-   close stands.
+   close stands. When some bookies of the last ensemble did not answer the
+   fence and there is a tail to rewrite, and the caller gave a bookie source,
+   the tail first moves to a new fragment starting at LAC+1 with those bookies
+   replaced (an ensemble change, as BookKeeper's recovery adds do): a dead
+   bookie would otherwise keep the tail from ever reaching its ack quorum.
 """
 
 from __future__ import annotations
@@ -17,10 +21,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import random
 
 from pulsar_bookie import errors, types
 from pulsar_bookie.client import api, bookie_rpc, ledger_metadata
-from pulsar_bookie.client.replicated import schedule
+from pulsar_bookie.client.replicated import placement, schedule
 from pulsar_bookie.client.replicated.reader import ReplicatedReadHandle
 from pulsar_bookie.client.replicated.settings import ClientSettings
 from pulsar_bookie.storage import api as storage_api
@@ -38,6 +43,8 @@ async def recover(
     meta: ledger_metadata.LedgerMetadataStore,
     pool: bookie_rpc.BookieRpcPool,
     settings: ClientSettings,
+    source: placement.BookieSource | None = None,
+    rng: random.Random | None = None,
 ) -> ledger_metadata.VersionedMetadata:
     for _ in range(RECOVERY_ATTEMPTS_MAX):
         metadata = versioned.metadata
@@ -50,8 +57,23 @@ async def recover(
                     versioned.version)
             handle = ReplicatedReadHandle(versioned.metadata, pool, settings,
                                           types.INVALID_ENTRY_ID)
-            lac = await fence(handle, settings)
-            last = await recover_tail(handle, lac, settings)
+            replies = await fence_replies(handle, settings)
+            lac = max(replies.values(), default=types.INVALID_ENTRY_ID)
+            tail = await read_tail(handle, lac, settings)
+            silent = [b for i, b in enumerate(versioned.metadata.ensembles[-1].ensemble)
+                      if i not in replies]
+            if tail and silent and source is not None:
+                try:
+                    versioned = await _replace_silent(versioned, meta, source, silent,
+                                                      types.EntryId(lac + 1),
+                                                      rng or random.Random())
+                except errors.NotEnoughBookiesError:
+                    pass  # no spare bookie: rewrite to the ensemble as it is, with retries
+                handle = ReplicatedReadHandle(versioned.metadata, pool, settings,
+                                              types.INVALID_ENTRY_ID)
+            for stored in tail:
+                await rewrite(handle, stored, settings)
+            last = tail[-1].entry_id if tail else lac
             sealed = dataclasses.replace(
                 versioned.metadata, state=api.LedgerState.CLOSED, last_entry_id=last,
                 length=LENGTH_UNKNOWN)
@@ -64,8 +86,43 @@ async def recover(
         f"ledger {versioned.metadata.ledger_id}: metadata kept changing during recovery")
 
 
+async def _replace_silent(
+    versioned: ledger_metadata.VersionedMetadata,
+    meta: ledger_metadata.LedgerMetadataStore,
+    source: placement.BookieSource,
+    silent: list[types.BookieId],
+    first: types.EntryId,
+    rng: random.Random,
+) -> ledger_metadata.VersionedMetadata:
+    """A new last fragment from `first` with the bookies that did not answer replaced."""
+    metadata = versioned.metadata
+    ensemble = list(metadata.ensembles[-1].ensemble)
+    candidates = await source.bookies()
+    for bookie in silent:
+        index = ensemble.index(bookie)
+        ensemble[index] = placement.replace_bookie(candidates, ensemble, bookie, rng,
+                                                   exclude=silent)
+    fragments = list(metadata.ensembles)
+    if fragments[-1].first_entry_id == first:
+        fragments[-1] = api.Fragment(first, tuple(ensemble))
+    else:
+        fragments.append(api.Fragment(first, tuple(ensemble)))
+    log.info("ledger %s: recovery moves its tail from entry %s off %s", metadata.ledger_id,
+             first, silent)
+    return await meta.write(dataclasses.replace(metadata, ensembles=tuple(fragments)),
+                            versioned.version)
+
+
 async def fence(handle: ReplicatedReadHandle, settings: ClientSettings) -> types.EntryId:
     """Fence the last ensemble until the replies cover every ack quorum; the highest LAC."""
+    replies = await fence_replies(handle, settings)
+    return max(replies.values(), default=types.INVALID_ENTRY_ID)
+
+
+async def fence_replies(handle: ReplicatedReadHandle,
+                        settings: ClientSettings) -> dict[int, types.EntryId]:
+    """Fence the last ensemble until the replies cover every ack quorum; the LAC each
+    answering ensemble position reported."""
     metadata = handle.metadata
     ensemble = metadata.ensembles[-1].ensemble
     timeout_s = settings.read_entry_timeout_ms / 1000
@@ -84,7 +141,7 @@ async def fence(handle: ReplicatedReadHandle, settings: ClientSettings) -> types
         if schedule.covers_every_ack_quorum(replied, metadata.ensemble_size,
                                             metadata.write_quorum_size,
                                             metadata.ack_quorum_size):
-            return max(replied.values(), default=types.INVALID_ENTRY_ID)
+            return replied
         await asyncio.sleep(min(0.05 * (attempt + 1), 1.0))
     raise errors.BookieUnavailableError(
         f"ledger {metadata.ledger_id}: could not fence enough bookies of {ensemble}")
@@ -93,12 +150,22 @@ async def fence(handle: ReplicatedReadHandle, settings: ClientSettings) -> types
 async def recover_tail(handle: ReplicatedReadHandle, lac: types.EntryId,
                        settings: ClientSettings) -> types.EntryId:
     """Read forward from lac+1 until an entry is known absent; rewrite what was found."""
+    tail = await read_tail(handle, lac, settings)
+    for stored in tail:
+        await rewrite(handle, stored, settings)
+    return tail[-1].entry_id if tail else lac
+
+
+async def read_tail(handle: ReplicatedReadHandle, lac: types.EntryId,
+                    settings: ClientSettings) -> list[storage_api.StoredEntry]:
+    """The entries after lac that some bookie has, up to the first known absent one."""
+    tail: list[storage_api.StoredEntry] = []
     entry_id = lac + 1
     while True:
         found = await recovery_read(handle, entry_id, settings)
         if found is None:
-            return types.EntryId(entry_id - 1)
-        await rewrite(handle, found, settings)
+            return tail
+        tail.append(found)
         entry_id += 1
 
 
