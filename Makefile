@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 
-.PHONY: run test bench system-packages clean
+.PHONY: run test bench chaos fuzz system-packages clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,21 @@ test: $(VENV)/.installed-test system-packages
 bench: $(VENV)/.installed-test
 	$(PIP) install -e '.[all,test,bench]'
 	$(PY) -m bench
+
+## make chaos [CYCLES=100] [SEED=n] [EXCLUDE=kind,...]: a chaos run (tools/chaos): a local
+## cluster attacked by a seeded nemesis, then a checker; report in build/chaos-report/
+## (see docs/reliability.md).
+CYCLES  ?= 100
+SEED    ?=
+EXCLUDE ?=
+chaos: $(VENV)/.installed-test system-packages
+	$(PY) -m tools.chaos --cycles $(CYCLES) $(if $(SEED),--seed $(SEED)) $(if $(EXCLUDE),--exclude $(EXCLUDE)) --report-dir build/chaos-report
+
+## make fuzz [FRAMES=1000000] [SEED=n]: hostile frames at a standalone broker and a proxy
+## (tools/fuzz); reports frames sent, peak RSS and that both still serve a normal client.
+FRAMES ?= 1000000
+fuzz: $(VENV)/.installed-test system-packages
+	$(PY) -m tools.fuzz --frames $(FRAMES) $(if $(SEED),--seed $(SEED)) --report-dir build/fuzz-report
 
 # Debian packages the tests use: etcd (metadata store), kubectl (operator e2e against the
 # emulator), a Java runtime (Spark). Installed only when the command is missing.

@@ -7,7 +7,7 @@ import pathlib
 import random
 import sys
 
-from tools.chaos import run
+from tools.chaos import nemesis, run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,11 +20,19 @@ def main(argv: list[str] | None = None) -> int:
                              "directory, removed afterwards, when not given)")
     parser.add_argument("--report-dir", type=pathlib.Path, default=pathlib.Path("build/chaos-report"),
                         help="where chaos-report.json and chaos-report.md are written")
+    parser.add_argument("--exclude", default="",
+                        help="comma-separated fault kinds to leave out, e.g. disk-full "
+                             f"(kinds: {', '.join(nemesis.KINDS)})")
     args = parser.parse_args(argv)
+    excluded = {kind: "left out with --exclude" for kind in args.exclude.split(",") if kind}
+    unknown = set(excluded) - set(nemesis.KINDS)
+    if unknown:
+        parser.error(f"unknown fault kinds: {', '.join(sorted(unknown))}")
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)
     if args.cycles < 0:
         parser.error("--cycles cannot be negative")
-    result = run.run(run.RunOptions(seed, args.cycles, args.data_dir, args.report_dir))
+    result = run.run(run.RunOptions(seed, args.cycles, args.data_dir, args.report_dir,
+                                    excluded))
     return 0 if run.passed(result) else 1
 
 

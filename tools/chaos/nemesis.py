@@ -64,11 +64,13 @@ class Fault:
 
 
 class Nemesis:
-    def __init__(self, cluster: chaos_cluster.ChaosCluster, seed: int) -> None:
+    def __init__(self, cluster: chaos_cluster.ChaosCluster, seed: int,
+                 excluded: frozenset[str] = frozenset()) -> None:
         self.cluster = cluster
         self.rng = random.Random(seed)
         self._deck: list[str] = []
-        self.kinds = [k for k in KINDS if k != "disk-full" or cluster.can_fill_disks]
+        self.kinds = [k for k in KINDS if k not in excluded
+                      and (k != "disk-full" or cluster.can_fill_disks)]
 
     def next_fault(self, cycle: int) -> Fault:
         if not self._deck:
@@ -150,12 +152,13 @@ class Nemesis:
     def _fill_disk(disk: os.PathLike[str], fault: Fault) -> Callable[[], None]:
         filler = os.path.join(disk, "chaos-filler")
         written = 0
-        with contextlib.suppress(OSError), open(filler, "wb") as out:
-            chunk = b"\0" * (1 << 20)
-            while True:
-                out.write(chunk)
-                out.flush()
-                written += len(chunk)
+        # MiB chunks, then smaller ones, unbuffered: to the last byte.
+        with open(filler, "wb", buffering=0) as out:
+            for size in (1 << 20, 4096, 1):
+                chunk = b"\0" * size
+                with contextlib.suppress(OSError):
+                    while True:
+                        written += out.write(chunk) or 0
         fault.note = f"{written >> 20} MiB written until ENOSPC"
 
         def heal() -> None:

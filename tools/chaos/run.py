@@ -33,6 +33,8 @@ class RunOptions:
     cycles: int
     data_dir: pathlib.Path | None = None
     report_dir: pathlib.Path | None = None
+    #: Fault kinds left out of the schedule, each with the reason the report gives.
+    excluded: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def admin(base_url: str, method: str, path: str, body: Any = None) -> Any:
@@ -145,8 +147,9 @@ def wait_recovered(work: workload.Workload, since_s: float) -> float:
 
 
 def run(options: RunOptions) -> dict[str, Any]:
+    exclude = f" EXCLUDE={','.join(options.excluded)}" if options.excluded else ""
     print(f"chaos seed {options.seed} ({options.cycles} cycles); replay with "
-          f"`make chaos SEED={options.seed} CYCLES={options.cycles}`", flush=True)
+          f"`make chaos SEED={options.seed} CYCLES={options.cycles}{exclude}`", flush=True)
     with contextlib.ExitStack() as stack:
         data_dir = options.data_dir or pathlib.Path(
             stack.enter_context(tempfile.TemporaryDirectory(prefix="chaos-")))
@@ -174,7 +177,7 @@ def attack(cluster: chaos_cluster.ChaosCluster, options: RunOptions,
     memory.start()
     work.start()
     run_started = time.monotonic()
-    attacker = nemesis.Nemesis(cluster, options.seed)
+    attacker = nemesis.Nemesis(cluster, options.seed, frozenset(options.excluded))
     faults: list[nemesis.Fault] = []
     samples: list[tuple[float, dict[tuple[str, str], str]]] = []
     try:
@@ -224,7 +227,7 @@ def evaluate(cluster: chaos_cluster.ChaosCluster, options: RunOptions,
     by_kind: dict[str, int] = {}
     for fault in faults:
         by_kind[fault.kind] = by_kind.get(fault.kind, 0) + 1
-    skipped = {"clock-jump": nemesis.CLOCK_JUMP_SKIPPED}
+    skipped = {"clock-jump": nemesis.CLOCK_JUMP_SKIPPED, **options.excluded}
     if not cluster.can_fill_disks:
         skipped["disk-full"] = "no tmpfs could be mounted (not root)"
     return {

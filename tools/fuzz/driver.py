@@ -33,37 +33,40 @@ READ_LIMIT_BYTES = 1 << 20
 
 
 async def deliver(host: str, port: int, attack: frames.Attack,
-                  proxy_to_broker_url: str = "") -> str:
+                  proxy_to_broker_url: str = "", quiet_s: float = QUIET_S) -> str:
     """Send attack on a fresh connection; "closed" when the target closed it, else "open"."""
     reader, writer = await asyncio.open_connection(host, port)
     try:
         writer.write(frames.connect_frame(proxy_to_broker_url=proxy_to_broker_url))
         for chunk in attack.chunks:
+            if writer.transport.is_closing():
+                return "closed"
             writer.write(chunk)
         with contextlib.suppress(ConnectionError):
             await writer.drain()
-        return await _drain_replies(reader, writer)
+        return await _drain_replies(reader, writer, quiet_s)
     except ConnectionError:
         return "closed"
     finally:
         writer.transport.abort()
 
 
-async def _drain_replies(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> str:
+async def _drain_replies(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                         quiet_s: float) -> str:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + READ_LIMIT_S
     received = 0
     decoder = frame.FrameDecoder(max_frame_size=2 * frame.DEFAULT_MAX_FRAME_SIZE)
     while loop.time() < deadline and received < READ_LIMIT_BYTES:
         try:
-            data = await asyncio.wait_for(reader.read(65536), QUIET_S)
+            data = await asyncio.wait_for(reader.read(65536), quiet_s)
         except TimeoutError:
             return "open"
         if not data:
             return "closed"
         received += len(data)
         for reply in decoder.feed(data):
-            if reply.command.type == pb.BaseCommand.PING:
+            if reply.command.type == pb.BaseCommand.PING and not writer.transport.is_closing():
                 writer.write(frame.encode_command(pb.BaseCommand(type=pb.BaseCommand.PONG)))
     return "open"
 
