@@ -30,6 +30,8 @@ from pulsar_broker.server import auth, commands, connection_limits, handlers
 from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.subscriptions.consumer import Consumer
 from pulsar_broker.subscriptions.subscription import Subscription
+from pulsar_broker.topics.non_persistent.subscription import NonPersistentSubscription
+from pulsar_broker.topics.non_persistent.topic import NonPersistentTopic
 from pulsar_broker.topics.persistent_topic import PersistentTopic, Producer
 
 log = logging.getLogger(__name__)
@@ -46,7 +48,8 @@ OUTBOUND_BATCH_BYTES = 256 * 1024
 class ProducerHandle:
     """A producer as this connection sees it: receipts go back strictly in SEND order."""
 
-    def __init__(self, producer_id: int, topic: PersistentTopic, producer: Producer,
+    def __init__(self, producer_id: int, topic: PersistentTopic | NonPersistentTopic,
+                 producer: Producer,
                  schema_version: bytes | None = None) -> None:
         self.producer_id = producer_id
         self.topic = topic
@@ -61,7 +64,9 @@ class ProducerHandle:
 
 
 class ConsumerHandle:
-    def __init__(self, topic: PersistentTopic, subscription: Subscription, consumer: Consumer) -> None:
+    def __init__(self, topic: PersistentTopic | NonPersistentTopic,
+                 subscription: Subscription | NonPersistentSubscription,
+                 consumer: Consumer) -> None:
         self.topic = topic
         self.subscription = subscription
         self.consumer = consumer

@@ -29,6 +29,12 @@ from pulsar_broker.schema import topic_schemas
 from pulsar_broker.security import authorization as authz
 from pulsar_broker.server import commands
 from pulsar_broker.subscriptions.consumer import Consumer, SubType
+from pulsar_broker.topics.non_persistent.subscription import (
+    NonPersistentSubscription,
+    not_supported,
+)
+from pulsar_broker.topics.non_persistent.topic import NonPersistentTopic
+from pulsar_broker.topics.persistent_topic import PersistentTopic
 from pulsar_broker.topics import (
     backlog_quota,
     deduplication,
@@ -39,7 +45,7 @@ from pulsar_broker.topics import (
 
 if TYPE_CHECKING:
     from pulsar_broker.server.connection import ConsumerHandle, ProducerHandle, ServerConnection
-    from pulsar_broker.topics.persistent_topic import PersistentTopic, Producer
+    from pulsar_broker.topics.persistent_topic import Producer
 
 log = logging.getLogger(__name__)
 T = pb.BaseCommand
@@ -144,14 +150,15 @@ class Handlers:
             return
         topic_name = naming.TopicName.parse(request.topic)
         await self.cnx.security.check_topic(topic_name, authz.TopicOperation.PRODUCE)
-        topic = await self.service.get_topic(topic_name, create=True)
+        topic = await self._topic(topic_name, create=True)
         if topic is None:
             raise errors.TopicNotFoundError(f"Topic {topic_name} does not exist")
-        if topic.ledger.is_terminated:
+        if isinstance(topic, PersistentTopic) and topic.ledger.is_terminated:
             self.cnx.write(replies.error(request.request_id, pb.TopicTerminatedError,
                                           "Topic was terminated"))
             return
-        quota = await backlog_quota.producer_refusal(topic, int(time.time() * 1000))
+        quota = None if isinstance(topic, NonPersistentTopic) else (
+            await backlog_quota.producer_refusal(topic, int(time.time() * 1000)))
         if quota is not None:
             # As Apache: hold is a ProducerBlockedQuotaExceededError, exception the
             # ...Exception, which also fails the client's pending sends.
@@ -178,7 +185,14 @@ class Handlers:
                                                                  producer, version)
         self._producer_success(request.request_id, name, topic, version, topic_epoch=epoch)
 
-    async def _admit_producer(self, request: pb.CommandProducer, topic: PersistentTopic,
+    async def _topic(self, name: naming.TopicName,
+                     create: bool) -> PersistentTopic | NonPersistentTopic | None:
+        if name.persistent:
+            return await self.service.get_topic(name, create=create)
+        return await self.service.get_non_persistent_topic(name, create=create)
+
+    async def _admit_producer(self, request: pb.CommandProducer,
+                              topic: PersistentTopic | NonPersistentTopic,
                               name: str, version: bytes | None) -> tuple[Producer, int | None]:
         """Add the producer to the topic under its access mode. A WaitForExclusive one that
         has to wait is told so (PRODUCER_SUCCESS with producer_ready=false) and waits here;
@@ -197,7 +211,8 @@ class Handlers:
         finally:
             self.cnx.waiting_producers.pop(request.producer_id, None)
 
-    def _producer_success(self, request_id: int, name: str, topic: PersistentTopic,
+    def _producer_success(self, request_id: int, name: str,
+                          topic: PersistentTopic | NonPersistentTopic,
                           schema_version: bytes | None, *, topic_epoch: int | None = None,
                           producer_ready: bool = True) -> None:
         dedup = topic.deduplication
@@ -324,13 +339,18 @@ class Handlers:
         await self.cnx.security.check_topic(topic_name, authz.TopicOperation.CONSUME,
                                             request.subscription)
         create = request.force_topic_creation if request.HasField("force_topic_creation") else True
-        topic = await self.service.get_topic(topic_name, create=create)
+        topic = await self._topic(topic_name, create=create)
         if topic is None:
             raise errors.TopicNotFoundError(f"Topic {topic_name} does not exist")
         schema = schema_protocol.announced_schema(request)
         if schema is not None:
             try:
-                await topic_schemas.for_consumer(self.service, topic, schema)
+                if isinstance(topic, PersistentTopic):
+                    await topic_schemas.for_consumer(self.service, topic, schema)
+                else:
+                    # Nothing stored to read: the schema is registered or checked as a
+                    # producer's would be.
+                    await topic_schemas.for_producer(self.service, topic_name, schema)
             except schema_errors.IncompatibleSchemaError as exc:
                 self.cnx.write(replies.error(request.request_id, pb.IncompatibleSchema, str(exc)))
                 return
@@ -441,8 +461,13 @@ class Handlers:
         acknowledgements before the close is confirmed."""
         subscription = handle.subscription
         subscription.remove_consumer(handle.consumer)
+        if isinstance(subscription, NonPersistentSubscription):
+            assert isinstance(handle.topic, NonPersistentTopic)
+            await handle.topic.remove_subscription_if_idle(subscription)
+            return
         if subscription.durable and not subscription.consumers:
             await subscription.cursor.flush()
+        assert isinstance(handle.topic, PersistentTopic)
         await handle.topic.remove_subscription_if_idle(subscription)
 
     def seek(self, received: frame.Frame) -> None:
@@ -453,6 +478,8 @@ class Handlers:
         handle = self.cnx.consumers.get(request.consumer_id)
         if handle is None:
             raise errors.NotFoundError("Consumer not found")
+        if isinstance(handle.subscription, NonPersistentSubscription):
+            raise not_supported("Seek")
         cursor = handle.subscription.cursor
         if request.HasField("message_publish_time"):
             timestamp = request.message_publish_time
@@ -475,6 +502,8 @@ class Handlers:
         handle = self.cnx.consumers.get(request.consumer_id)
         if handle is None:
             raise errors.NotFoundError("Consumer not found")
+        if isinstance(handle.subscription, NonPersistentSubscription):
+            raise not_supported("GetLastMessageId")
         last, data = await handle.topic.last_entry(handle.subscription.cursor)
         batch_index = -1
         if data is not None:
@@ -543,7 +572,9 @@ class Handlers:
             response.consumerName = handle.consumer.consumer_name
             response.availablePermits = handle.consumer.permits
             response.unackedMessages = handle.consumer.unacked_messages
-            response.msgBacklog = handle.subscription.cursor.number_of_entries_in_backlog
+            response.msgBacklog = (
+                0 if isinstance(handle.subscription, NonPersistentSubscription)
+                else handle.subscription.cursor.number_of_entries_in_backlog)
             response.type = handle.subscription.sub_type.name.title().replace("_", "_")
         self.cnx.write(reply)
 

@@ -25,6 +25,8 @@ from pulsar_broker.namespace.ownership import BrokerUrls
 from pulsar_broker.namespace.service import NamespaceService
 from pulsar_broker.schema.registry import SchemaRegistry
 from pulsar_broker.topics.compaction import compactor
+from pulsar_broker.topics.non_persistent.registry import NonPersistentTopics
+from pulsar_broker.topics.non_persistent.topic import NonPersistentTopic
 from pulsar_broker.topics.persistent_topic import PersistentTopic
 from pulsar_broker.topics.policy_enforcer import PolicyEnforcer
 
@@ -45,6 +47,8 @@ class BrokerService:
         self.resources = pulsar_resources
         self.ledger_factory = ledger_factory
         self._topics: dict[str, asyncio.Future[PersistentTopic]] = {}
+        #: non-persistent:// topics, in memory only.
+        self.non_persistent = NonPersistentTopics()
         self._producer_names = 0
         web_port = config.web_service_port or config.web_service_port_tls
         self.broker_id = f"{config.advertised_address}:{web_port}"
@@ -96,7 +100,7 @@ class BrokerService:
         if future is not None:
             return await asyncio.shield(future)
         if not name.persistent:
-            raise errors.NotAllowedError("non-persistent topics are not supported yet")
+            raise errors.NotAllowedError(f"{name} is a non-persistent topic")
         exists = await self.ledger_factory.exists(name.persistence_name)
         if not exists:
             if not create or not await self.may_create_topic(name):
@@ -116,6 +120,18 @@ class BrokerService:
             raise
         future.set_result(topic)
         return topic
+
+    async def get_non_persistent_topic(self, name: naming.TopicName,
+                                       create: bool) -> NonPersistentTopic | None:
+        """The loaded non-persistent topic; created when create is allowed (auto-creation
+        rules as for persistent topics)."""
+        topic = self.non_persistent.get(name)
+        if topic is not None:
+            return topic
+        if not create or not await self.may_create_topic(name):
+            return None
+        await self.namespaces.check_ownership(name)
+        return self.non_persistent.create(name)
 
     async def _load(self, name: naming.TopicName) -> PersistentTopic:
         await self.check_namespace(name.namespace_name)
@@ -225,6 +241,8 @@ class BrokerService:
         for topic in self.loaded_topics:
             if any(_falls_into(topic.name, bundle) for bundle in bundles):
                 await self.unload_topic(topic.name)
+        await self.non_persistent.close_where(
+            lambda name: any(_falls_into(name, bundle) for bundle in bundles))
 
     async def topics_of_bundle(self, bundle: NamespaceBundle) -> list[naming.TopicName]:
         """Stored topics (and partitions) of the namespace that fall into bundle."""
@@ -242,6 +260,14 @@ class BrokerService:
                 count = await self.resources.get_partitions(naming.TopicName.parse(parent))
                 await _add_partition_names(names, parent, self._listed_partitions(parent, count))
             names.update(str(t.name) for t in self.loaded_topics if t.name.namespace_name == ns)
+        if mode in ("NON_PERSISTENT", "ALL"):
+            # As Apache: the non-persistent topics active on the broker, and the partitions
+            # of the namespace's non-persistent partitioned topics.
+            names.update(str(t.name) for t in self.non_persistent.loaded
+                         if t.name.namespace_name == ns)
+            for parent in await self.resources.list_partitioned_topics(ns, "non-persistent"):
+                count = await self.resources.get_partitions(naming.TopicName.parse(parent))
+                await _add_partition_names(names, parent, self._listed_partitions(parent, count))
         result = sorted(names)
         if pattern:
             regex = re.compile(pattern if "://" in pattern else f"persistent://{pattern}")
@@ -268,6 +294,7 @@ class BrokerService:
                 except Exception:
                     log.exception("closing topic failed")
         self._topics.clear()
+        await self.non_persistent.close_where(lambda _name: True)
         await self.ledger_factory.shutdown()
         await self.namespaces.close()
 

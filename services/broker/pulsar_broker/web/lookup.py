@@ -42,10 +42,10 @@ def lookup_data(owner: BrokerUrls, listener_name: str | None = None) -> dict[str
 async def lookup_topic(request: web.Request) -> web.Response:
     name = rest.topic_name(request)
     service = rest.service(request)
-    if not name.persistent:
-        raise errors.NotAllowedError("non-persistent topics are not supported yet")
     await service.check_namespace(name.namespace_name)
-    if not await service.topic_exists(name) and not await service.may_create_topic(name):
+    exists = (await service.topic_exists(name) if name.persistent
+              else service.non_persistent.get(name) is not None)
+    if not exists and not await service.may_create_topic(name):
         raise errors.TopicNotFoundError("Topic not found")
     owner = await service.namespaces.lookup(name, rest.query_flag(request, "authoritative"))
     listener = (request.query.get("listenerName")

@@ -17,6 +17,7 @@ from pulsar_common import naming
 from pulsar_broker import errors
 from pulsar_broker.namespace.ownership import BrokerUrls
 from pulsar_broker.service.broker_service import BrokerService
+from pulsar_broker.topics.non_persistent.topic import NonPersistentTopic
 from pulsar_broker.topics.persistent_topic import PersistentTopic
 
 
@@ -25,8 +26,19 @@ class NotAllowedOnPartitionedError(errors.NotAllowedError):
 
 
 def check_persistent(name: naming.TopicName) -> None:
+    """Operations on what a topic stores (ledgers, cursors, compaction) are refused on a
+    non-persistent topic, as Apache answers them (405)."""
     if not name.persistent:
-        raise errors.NotAllowedError("non-persistent topics are not supported yet")
+        raise errors.NotAllowedError(f"This operation is not supported on non-persistent topic "
+                                     f"{name}")
+
+
+def non_persistent(service: BrokerService, name: naming.TopicName) -> NonPersistentTopic:
+    """The non-persistent topic loaded on this broker; 404 when it is not."""
+    topic = service.non_persistent.get(name)
+    if topic is None:
+        raise errors.TopicNotFoundError("Topic not found")
+    return topic
 
 
 async def existing(service: BrokerService, name: naming.TopicName) -> PersistentTopic:

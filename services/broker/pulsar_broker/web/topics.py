@@ -36,7 +36,7 @@ async def list_topics(request: web.Request) -> web.Response:
     service = rest.service(request)
     await service.check_namespace(ns)
     if request.match_info["domain"] != "persistent":
-        return rest.ok_json([])
+        return rest.ok_json(await service.topics_of_namespace(ns, "NON_PERSISTENT"))
     return rest.ok_json(await service.topics_of_namespace(ns, "PERSISTENT"))
 
 
@@ -82,7 +82,6 @@ async def create_partitioned_topic(request: web.Request) -> web.Response:
     service = rest.service(request)
     count = _partition_count(await rest.body_json(request),
                              service.config.max_num_partitions_per_partitioned_topic)
-    topic_access.check_persistent(name)
     if name.partition_index >= 0:
         raise errors.PreconditionFailedError(
             "Partitioned topic name must not contain the -partition- suffix")
@@ -134,7 +133,9 @@ async def delete_partitioned_topic(request: web.Request) -> web.Response:
         raise errors.NotFoundError("Partitioned topic does not exist")
     for index in range(count):
         partition = name.partition(index)
-        if await service.topic_exists(partition):
+        if not name.persistent:
+            await service.non_persistent.remove(partition, force)
+        elif await service.topic_exists(partition):
             await service.delete_topic(partition, force=force)
     await service.resources.delete_partitioned_topic(name)
     await service.schemas.delete(name, force=True)
@@ -144,7 +145,10 @@ async def delete_partitioned_topic(request: web.Request) -> web.Response:
 @routes.get(TOPIC + "/stats")
 async def topic_stats(request: web.Request) -> web.Response:
     service = rest.service(request)
-    topic = await topic_access.existing(service, rest.topic_name(request))
+    name = rest.topic_name(request)
+    if not name.persistent:
+        return rest.ok_json(topic_access.non_persistent(service, name).stats())
+    topic = await topic_access.existing(service, name)
     return rest.ok_json(stats.topic_stats(topic, request.app[rates.TRACKER_KEY], service.broker_id))
 
 
@@ -156,6 +160,10 @@ async def partitioned_stats(request: web.Request) -> web.Response:
     if count == 0:
         raise errors.NotFoundError("Partitioned Topic not found")
     per_partition = rest.query_flag(request, "perPartition", default=True)
+    if not name.persistent:
+        loaded = [service.non_persistent.get(name.partition(i)) for i in range(count)]
+        return rest.ok_json(stats.partitioned_stats(
+            count, {str(t.name): t.stats() for t in loaded if t is not None}, per_partition))
     parts = await topic_access.fan_out(service, name)
     tracker = request.app[rates.TRACKER_KEY]
     each = {str(t.name): stats.topic_stats(t, tracker) for t in parts.local}
