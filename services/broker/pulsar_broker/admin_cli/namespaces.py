@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pulsar_broker.admin_cli import client, namespace_policies, output, units
+from pulsar_broker.admin_cli import client, namespace_policies, output, permissions, units
 from pulsar_broker.admin_cli.common import Group, comma_list, namespace_path
 
 ONE_MB = 1024 * 1024
@@ -176,6 +176,7 @@ def register(groups: Any) -> None:
     _ns_command(group, "unsubscribe", "Delete a subscription from every topic of the namespace",
                 _unsubscribe).add_argument("-s", "--sub", dest="subscription", required=True)
     _register_policies(group)
+    permissions.register_namespace(group)
 
 
 def _register_policies(group: Group) -> None:

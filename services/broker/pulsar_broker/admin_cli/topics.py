@@ -6,7 +6,7 @@ import argparse
 import time
 from typing import Any
 
-from pulsar_broker.admin_cli import client, output, peek, units
+from pulsar_broker.admin_cli import client, output, peek, permissions, units
 from pulsar_broker.admin_cli.common import Group, namespace_path, topic_path
 
 _INT64_MAX = 2**63 - 1
@@ -171,6 +171,7 @@ def _sub_command(group: Group, name: str, help_text: str, run: Any) -> argparse.
 
 def register(groups: Any) -> None:
     group = Group(groups, "topics", "Operations on persistent topics")
+    permissions.register_topic(group)
     group.command("list", "Get the list of topics under a namespace",
                   _ns_list("")).add_argument("namespace")
     group.command("list-partitioned-topics", "Get the partitioned topics of a namespace",
