@@ -29,7 +29,7 @@ from pulsar_common.metadata import errors as md_errors
 from pulsar_common.metadata import tasks as md_tasks
 
 from pulsar_broker import errors
-from pulsar_broker.loadbalance import model, report, settings, shedding, splitting
+from pulsar_broker.loadbalance import model, planner, report, settings, shedding, splitting
 from pulsar_broker.namespace import registry
 from pulsar_broker.service.broker_service import BrokerService
 
@@ -161,34 +161,30 @@ class LoadManager:
                 log.exception("load balancing round failed")
             await asyncio.sleep(self.shedding_interval_s)
 
-    async def run_round(self) -> tuple[tuple[splitting.Split, ...], tuple[shedding.Unload, ...]]:
-        """One planning round: splits first; unloads only in a round without splits."""
+    async def run_round(self) -> planner.Round | None:
+        """One planning round (None when it is too early after the last change)."""
         settled_ms = self._last_change_ms + int(SETTLE_REPORTS * self.report_interval_s * 1000)
         if now_ms() < settled_ms:
-            return (), ()
+            return None
         reports = await self.reports()
         if not reports:
-            return (), ()
+            return None
         conf = self.service.config
-        splits: tuple[splitting.Split, ...] = ()
-        if conf.load_balancer_auto_bundle_split_enabled:
-            splits = splitting.plan(reports, await self._bundle_counts(reports),
-                                    self.split_settings)
-            for split in splits:
-                await self._execute_split(split)
-        unloads: tuple[shedding.Unload, ...] = ()
-        if conf.load_balancer_shedding_enabled and not splits:
-            result = shedding.plan(reports, self._state, self.shedding_settings, now_ms())
-            self._state = result.state
-            unloads = result.unloads
-            for unload in unloads:
-                await self._execute_unload(unload)
-        if splits or unloads:
+        decided = planner.plan_round(
+            reports, await self._bundle_counts(reports), self._state, self.shedding_settings,
+            self.split_settings, now_ms(), shedding_enabled=conf.load_balancer_shedding_enabled,
+            split_enabled=conf.load_balancer_auto_bundle_split_enabled)
+        self._state = decided.state
+        for split in decided.splits:
+            await self._execute_split(split)
+        for unload in decided.unloads:
+            await self._execute_unload(unload)
+        if decided.changed:
             self._last_change_ms = now_ms()
             self.rounds += 1
-            log.info("load balancing round %d: %d splits, %d unloads", self.rounds, len(splits),
-                     len(unloads))
-        return splits, unloads
+            log.info("load balancing round %d: %d splits, %d unloads", self.rounds,
+                     len(decided.splits), len(decided.unloads))
+        return decided
 
     async def _bundle_counts(self, reports: list[model.BrokerReport]) -> dict[str, int]:
         counts: dict[str, int] = {}

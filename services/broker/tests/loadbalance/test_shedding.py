@@ -9,8 +9,8 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pulsar_broker.loadbalance import model, shedding
-from pulsar_broker.loadbalance.settings import SheddingSettings
+from pulsar_broker.loadbalance import model, planner, shedding
+from pulsar_broker.loadbalance.settings import SheddingSettings, SplitSettings
 
 MB = model.BYTES_PER_MB
 #: Bandwidth limit of the simulated brokers: usage percent = throughput / limit.
@@ -198,3 +198,19 @@ def test_a_new_broker_receives_load_from_busy_ones() -> None:
     assert {u.source for u in result.unloads} == {"a", "b"}
     usage = usage_of(apply(placement, result.unloads))
     assert usage == {"a": 40.0, "b": 40.0, "new": 40.0}
+
+
+def test_a_round_that_splits_does_not_shed() -> None:
+    placement = {"a": {bundle(i): 10 * MB for i in range(8)}, "b": {}}
+    reports = cluster_reports(placement)
+    many_topics = [dataclasses.replace(
+        r, bundles={n: dataclasses.replace(s, topics=5) for n, s in r.bundles.items()})
+        for r in reports]
+    split = SplitSettings(max_topics=4, max_splits_per_round=2)
+    state = shedding.SheddingState()
+    first = planner.plan_round(many_topics, {"public/busy": 8}, state, SETTINGS, split, 0)
+    assert len(first.splits) == 2 and first.unloads == () and first.state is state
+    second = planner.plan_round(reports, {"public/busy": 10}, state, SETTINGS, split, 0)
+    assert second.splits == () and second.unloads and second.changed
+    off = planner.plan_round(reports, {}, state, SETTINGS, split, 0, shedding_enabled=False)
+    assert not off.changed
