@@ -283,6 +283,15 @@ class BookieService(http.BookieAdmin):
             "bookie_server_status": 0 if self.read_only else 1,
             "bookie_ledger_disk_usage": self.monitor.last_usage,
         }
+        if self.autorecovery is not None:
+            worker = self.autorecovery.worker.stats
+            readings.update({
+                "bookie_autorecovery_auditor": 1 if self.autorecovery.auditor.is_leader else 0,
+                "bookie_autorecovery_ledgers_replicated": worker.ledgers_replicated,
+                "bookie_autorecovery_fragments_replicated": worker.fragments_replicated,
+                "bookie_autorecovery_bytes_copied": worker.bytes_copied,
+                "bookie_autorecovery_failures": worker.failures,
+            })
         if not self._ready:
             return readings
         stats = self.engine.stats()

@@ -225,6 +225,11 @@ _COUNTERS = {
     "bookie_read_cache_hits": "Reads served by the read-ahead cache",
     "bookie_read_cache_misses": "Reads that went to an entry log",
     "bookie_flush": "Write cache flushes (checkpoints)",
+    "bookie_autorecovery_ledgers_replicated":
+        "Under-replicated ledgers this bookie's replication worker fully replicated again",
+    "bookie_autorecovery_fragments_replicated": "Fragment copies moved to a new bookie",
+    "bookie_autorecovery_bytes_copied": "Entry bytes copied by the replication worker",
+    "bookie_autorecovery_failures": "Re-replication attempts that failed (retried later)",
 }
 _GAUGES = {
     "bookie_journal_queue_size": "Records waiting for the journal",
@@ -235,4 +240,5 @@ _GAUGES = {
     "bookie_long_poll_lac_waiting": "Long-poll LAC requests waiting",
     "bookie_server_status": "1 when writable, 0 when read-only",
     "bookie_ledger_disk_usage": "Fraction of the fullest ledger disk in use",
+    "bookie_autorecovery_auditor": "1 while this bookie is the cluster's elected auditor",
 }

@@ -6,15 +6,24 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from pulsar_bookie.client.replicated import client as replicated
 from pulsar_bookie.net import client as bookie_net
-from pulsar_bookie.service import registration
+from pulsar_bookie.service import registration, testing
 from pulsar_common.metadata import api as metadata_api
 
 from .conftest import (Cluster, assert_fully_replicated, eventually, references,
                        write_closed_ledgers)
 
 pytestmark = pytest.mark.slow
+
+def metric_values(bookie: testing.BookieProcess) -> dict[str, float]:
+    status, body = bookie.http_get("/metrics")
+    assert status == 200
+    return {sample.name: sample.value
+            for family in text_string_to_metric_families(body.decode())
+            for sample in family.samples if sample.name.startswith("bookie_autorecovery")}
+
 
 DAEMON = {"autoRecoveryDaemonEnabled": "true", "lostBookieRecoveryDelay": "0",
           "openLedgerRereplicationGracePeriod": "600000"}
@@ -56,6 +65,10 @@ async def test_decommission_drains_a_live_bookie_then_its_cookie_can_be_removed(
 
     await eventually(drained_async, 60, f"{victim.bookie_id} drained")
     assert await references(store, victim.bookie_id) == []
+    scraped = [metric_values(b) for b in cluster.bookies]
+    assert sum(m["bookie_autorecovery_auditor"] for m in scraped) == 1
+    assert sum(m["bookie_autorecovery_ledgers_replicated_total"]
+               for m in scraped) >= counts[victim.bookie_id]
     status, refused = http(admin, "DELETE",
                            f"/api/v1/autorecovery/decommission?bookie_src={victim.bookie_id}")
     assert status == 409 and "still registered" in str(refused)
