@@ -123,6 +123,9 @@ class RealisticEmulator(kmock.KubernetesEmulator):
         self._trim_request_log()
         if request.resource is not None and request.action == enums.action.CREATE and isinstance(request.data, dict):
             meta = request.data.setdefault("metadata", {})
+            if not meta.get("name") and meta.get("generateName"):
+                # As a real server does (kopf names its Events this way); kmock would reuse one name.
+                meta["name"] = meta["generateName"] + uuid.uuid4().hex[:8]
             meta.setdefault("uid", str(uuid.uuid4()))
             meta.setdefault("creationTimestamp",
                             datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
