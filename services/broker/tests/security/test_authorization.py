@@ -272,3 +272,15 @@ def test_subscription_roles_limit_who_uses_a_subscription(secured) -> None:
     finally:
         a.close()
         b.close()
+
+
+def test_functions_routes_need_credentials_and_rights(secured) -> None:
+    tenant = secured.tenant(admins=("fn-admin",))
+    grant(secured, tenant, "fn-dev", ["functions"])
+    path = f"/admin/v3/functions/{tenant}/ns/my-function"
+    assert secured.http("GET", path, role=None)[0] == 401
+    assert secured.http("GET", path, role="stranger")[0] == 403
+    assert secured.http("GET", "/admin/v3/functions/connectors", role="fn-admin")[0] == 403
+    # Allowed through: no functions worker runs here, so the broker answers 503.
+    assert secured.http("GET", path, role="fn-admin")[0] == 503
+    assert secured.http("GET", path, role="fn-dev")[0] == 503
