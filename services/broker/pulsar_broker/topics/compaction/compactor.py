@@ -179,13 +179,21 @@ class TopicCompaction:
         if end.entry_id < 0 or end <= after:
             return 0
         latest = retention.LatestByKey()
+        #: Entries kept whole whatever their keys (encrypted batches cannot be read inside).
+        whole: set[ml.Position] = set()
         read = 0
-        async for entry in self._entries(previous, after, end):
+        async for raw in self._entries(previous, after, end):
+            entry = retention.readable(raw.position, raw.data)
+            if entry is None:
+                continue
+            if entry.messages is None:
+                whole.add(entry.position)
             messages = retention.keyed_messages(entry)
             read += len(messages)
             for message in messages:
                 latest.add(message)
-        handle, positions, kept = await self._write(previous, after, end, latest)
+        wanted = None if self.retain_null_key else latest.positions() | whole
+        handle, positions, kept = await self._write(previous, after, end, latest, wanted)
         properties = dict(cursor.properties)
         properties.update({COMPACTED_TOPIC_LEDGER_PROPERTY: handle.ledger_id,
                            HORIZON_LEDGER_PROPERTY: end.ledger_id,
@@ -205,9 +213,11 @@ class TopicCompaction:
         return read - kept
 
     async def _write(self, previous: CompactedView | None, after: ml.Position,
-                     end: ml.Position, latest: retention.LatestByKey
+                     end: ml.Position, latest: retention.LatestByKey,
+                     wanted: set[ml.Position] | None,
                      ) -> tuple[client_api.WriteHandle, list[ml.Position], int]:
-        """Phase two: the survivors in a new, closed compacted ledger."""
+        """Phase two: the survivors in a new, closed compacted ledger. Entries not in
+        wanted (when given) hold no survivor and are skipped unopened."""
         handle = await self._client.create_ledger(
             self.quorum.ensemble_size, self.quorum.write_quorum, self.quorum.ack_quorum,
             {compacted_ledger.COMPACTED_TOPIC_TAG: self.topic_name})
@@ -215,7 +225,12 @@ class TopicCompaction:
         kept = 0
         in_flight: collections.deque[asyncio.Future[int]] = collections.deque()
         try:
-            async for entry in self._entries(previous, after, end):
+            async for raw in self._entries(previous, after, end):
+                if wanted is not None and raw.position not in wanted:
+                    continue
+                entry = retention.readable(raw.position, raw.data)
+                if entry is None:
+                    continue
                 data = retention.compact_entry(entry, latest, self.retain_null_key)
                 if data is None:
                     continue
@@ -243,14 +258,12 @@ class TopicCompaction:
             await self._client.delete_ledger(handle.ledger_id)
 
     async def _entries(self, previous: CompactedView | None, after: ml.Position,
-                       end: ml.Position) -> AsyncIterator[retention.ReadEntry]:
+                       end: ml.Position) -> AsyncIterator[ml.Entry]:
         """The previous compacted entries, then the topic's entries in (after, end]."""
         if previous is not None:
             async for chunk in previous.chunks():
                 for entry in chunk:
-                    opened = retention.readable(entry.position, entry.data)
-                    if opened is not None:
-                        yield opened
+                    yield entry
                     # Parsing batches is CPU work: let the broker's other tasks run between
                     # entries (cached reads never yield on their own).
                     await asyncio.sleep(0)
@@ -261,9 +274,7 @@ class TopicCompaction:
                 for entry in entries:
                     if entry.position > end:
                         return
-                    opened = retention.readable(entry.position, entry.data)
-                    if opened is not None:
-                        yield opened
+                    yield entry
                     await asyncio.sleep(0)
                 if not entries or entries[-1].position >= end:
                     return

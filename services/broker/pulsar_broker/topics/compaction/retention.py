@@ -55,6 +55,11 @@ class LatestByKey:
         else:
             self._latest[message.key] = message.ref
 
+    def positions(self) -> set[ml.Position]:
+        """The entries holding a latest message: phase two can skip every other one
+        without opening it (unless messages without a key are kept)."""
+        return {ref.position for ref in self._latest.values()}
+
     def keeps(self, message: KeyedMessage, retain_null_key: bool) -> bool:
         if message.key is None:
             return retain_null_key
