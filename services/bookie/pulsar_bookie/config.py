@@ -47,7 +47,9 @@ class BookieConfig:
         "journalSyncData", True, "fdatasync the journal before acknowledging an add"
     )
     journalMaxGroupWaitMSec: int = config.setting(
-        "journalMaxGroupWaitMSec", 1, "Longest time an add waits to be grouped with others"
+        "journalMaxGroupWaitMSec", 1,
+        "Longest time an add waits to be grouped with others while adds pile up; a lone add "
+        "is synced at once"
     )
     journalBufferedWritesThreshold: int = config.setting(
         "journalBufferedWritesThreshold", 512 * 1024, "Bytes after which a journal batch is written"

@@ -8,7 +8,12 @@ one call. The event loop keeps accepting adds while the thread waits for the
 disk. A batch is written when its oldest record has waited
 journalMaxGroupWaitMSec, when it holds journalBufferedWritesThreshold bytes or
 journalBufferedEntriesThreshold records, or (journalFlushWhenQueueEmpty) as
-soon as nothing else is waiting.
+soon as nothing else is waiting. The group wait is adaptive: it applies only
+while adds pile up (several records were waiting when the previous sync
+ended); a lone add, such as the next one of a producer that waits for each
+acknowledgement, is written and synced at once, since no company is coming
+for it to wait for. Records that arrive during a sync form the next batch
+either way.
 
 With journalSyncData off there is no sync to share or wait for, and so no
 group wait and no writer thread: the event loop itself writes all records
@@ -108,6 +113,8 @@ class Journal:
         # Without sync the loop writes the records itself (see the module docstring).
         self._inline = not settings.sync_data
         self._inline_scheduled = False
+        #: Whether records were waiting when the previous batch was done: adds keep arriving.
+        self._busy = False
 
     # ----- files -----
 
@@ -308,6 +315,7 @@ class Journal:
                 self._fail_rest(exc)
                 return
             self._notify(items, marks, None)
+            self._busy = bool(queue)
 
     def _notify(
         self,
@@ -343,6 +351,9 @@ class Journal:
             if len(items) >= settings.max_batch_records or size >= settings.max_batch_bytes:
                 return items
             if self._stopping or (settings.flush_when_queue_empty and not queue):
+                return items
+            if not queue and not (self._busy and len(items) > 1):
+                # Company is expected only while several records keep piling up.
                 return items
             remaining = deadline - time.monotonic()
             if remaining <= 0:

@@ -37,6 +37,17 @@ async def test_sequential_adds_each_wait_for_their_own_fsync(make_conf: MakeConf
     await bookie.close()
 
 
+async def test_a_lone_add_is_synced_at_once_without_the_group_wait(make_conf: MakeConf) -> None:
+    # A group wait far longer than the test may take: only adds that arrive together wait.
+    bookie = engine.LedgerStorageEngine(make_conf(journalMaxGroupWaitMSec=60_000))
+    await bookie.start()
+    before = bookie.stats().journal_fsyncs
+    for e in range(5):
+        await asyncio.wait_for(bookie.add_entry(1, e, e - 1, b"x", KEY), timeout=20)
+    assert bookie.stats().journal_fsyncs - before == 5
+    await bookie.close()
+
+
 async def test_journal_sync_data_false_never_fsyncs(make_conf: MakeConf) -> None:
     bookie = engine.LedgerStorageEngine(make_conf(journalSyncData=False))
     await bookie.start()
