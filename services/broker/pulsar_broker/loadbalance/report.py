@@ -34,21 +34,21 @@ class _TopicSample:
 
 
 class LoadSampler:
-    """Builds a BrokerReport from the broker's state each time `sample` is called."""
+    """Builds a BrokerReport from the broker's state each time `sample` is called; rates
+    are over the time between two samples' now_ms."""
 
     def __init__(self, service: BrokerService) -> None:
         self.service = service
         self._out = counters.OutCounters()
         self._topics: dict[str, _TopicSample] = {}
-        self._at_s: float | None = None
+        self._at_ms: int | None = None
         self._cpu_s = time.process_time()
 
     def sample(self, now_ms: int) -> model.BrokerReport:
-        now_s = time.monotonic()
-        elapsed = now_s - self._at_s if self._at_s is not None else 0.0
+        elapsed = (now_ms - self._at_ms) / 1000.0 if self._at_ms is not None else 0.0
         cpu_s = time.process_time()
         cpu_percent = 100.0 * (cpu_s - self._cpu_s) / elapsed if elapsed > 0 else 0.0
-        self._at_s, self._cpu_s = now_s, cpu_s
+        self._at_ms, self._cpu_s = now_ms, cpu_s
         bundles = self._bundle_stats(elapsed)
         throughput_in = sum(b.msg_throughput_in for b in bundles.values()) / 1024
         throughput_out = sum(b.msg_throughput_out for b in bundles.values()) / 1024
