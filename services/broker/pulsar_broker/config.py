@@ -311,6 +311,13 @@ class BrokerConfig:
     basic_auth_conf: str = setting(
         "basicAuthConf", "",
         "htpasswd-style users of the basic method: a path, file:///path, data:... or base64")
+    broker_client_authentication_plugin: str = setting(
+        "brokerClientAuthenticationPlugin", "",
+        "How this broker authenticates to other brokers (forwarded admin requests, lookups): "
+        "org.apache.pulsar.client.impl.auth.AuthenticationToken or ...AuthenticationBasic")
+    broker_client_authentication_parameters: str = setting(
+        "brokerClientAuthenticationParameters", "",
+        "Parameters of brokerClientAuthenticationPlugin, e.g. token:<jwt> or file:///path")
 
     def __post_init__(self) -> None:
         _validate(self)

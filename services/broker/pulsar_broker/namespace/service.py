@@ -68,6 +68,8 @@ class NamespaceService:
         #: Called with the bundles this broker stopped owning without unloading them.
         self.on_bundles_lost: BundlesLost | None = None
         self._http: aiohttp.ClientSession | None = None
+        #: Headers of this broker's requests to other brokers (its brokerClient credentials).
+        self.http_headers: dict[str, str] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     @property
@@ -198,7 +200,7 @@ class NamespaceService:
     def _session(self) -> aiohttp.ClientSession:
         if self._http is None:
             self._http = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=FORWARD_TIMEOUT_S))
+                headers=self.http_headers, timeout=aiohttp.ClientTimeout(total=FORWARD_TIMEOUT_S))
         return self._http
 
     async def call(self, method: str, broker: BrokerUrls, path: str,

@@ -13,8 +13,8 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from pulsar_common import client_auth, naming
 from pulsar_common import errors as common_errors
-from pulsar_common import naming
 from pulsar_common.auth import credentials
 from pulsar_common.auth import service as auth_service
 
@@ -40,6 +40,15 @@ def authentication_settings(config: BrokerConfig) -> auth_service.Authentication
         basic_auth_conf=config.basic_auth_conf)
 
 
+def broker_client_headers(config: BrokerConfig) -> dict[str, str]:
+    """HTTP headers of this broker's own requests to other brokers: its credentials from
+    brokerClientAuthenticationPlugin/Parameters (none when unset)."""
+    found = client_auth.credentials(config.broker_client_authentication_plugin,
+                                    config.broker_client_authentication_parameters)
+    header = None if found is None else found.http_authorization
+    return {} if header is None else {"Authorization": header}
+
+
 class SecurityGuard:
     def __init__(self, config: BrokerConfig, resources: PulsarResources,
                  clock: Callable[[], float] = time.time) -> None:
@@ -58,6 +67,7 @@ class SecurityGuard:
             authentication_settings(config)) if config.authentication_enabled else None)
         self.resources = resources
         self.clock = clock
+        broker_client_headers(config)  # an unusable brokerClient* pair stops start-up
 
     def authenticate(self, given: credentials.Credentials) -> credentials.Authenticated | None:
         """The role of a connection or request; None when authentication is off."""

@@ -24,6 +24,7 @@ from pulsar_broker.namespace.bundles import NamespaceBundle
 from pulsar_broker.namespace.ownership import BrokerUrls
 from pulsar_broker.namespace.service import NamespaceService
 from pulsar_broker.schema.registry import SchemaRegistry
+from pulsar_broker.security import guard as security_guard
 from pulsar_broker.topics.compaction import compactor
 from pulsar_broker.topics.non_persistent.registry import NonPersistentTopics
 from pulsar_broker.topics.non_persistent.topic import NonPersistentTopic
@@ -59,6 +60,7 @@ class BrokerService:
                        urls.broker_service_url_tls, urls.web_service_url_tls),
             self.broker_id, config.cluster_name, broker_version())
         self.namespaces.on_bundles_lost = self._unload_topics_of
+        self.namespaces.http_headers = security_guard.broker_client_headers(config)
         #: The topics' schemas, stored in the metadata store.
         self.schemas = SchemaRegistry(pulsar_resources.store)
         #: Applies namespace policies (retention, persistence, TTL, backlog quotas) to topics.
