@@ -125,7 +125,11 @@ def unclosed_ledgers(cluster: chaos_cluster.ChaosCluster,
     could still add to them. Each is `topic ledgerId state`."""
     found = []
     for plan in topics:
+        deadline = time.monotonic() + 30
         stats = internal_stats(cluster, plan.name, metadata=True)
+        while stats is None and time.monotonic() < deadline:
+            time.sleep(1)  # the topic's broker is still loading it after the last fault
+            stats = internal_stats(cluster, plan.name, metadata=True)
         if stats is None:
             found.append(f"{plan.name} internalStats unavailable")
             continue
