@@ -8,6 +8,7 @@ as in Apache.
 
 from __future__ import annotations
 
+import logging
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from pulsar_broker.config import BrokerConfig
     from pulsar_broker.resources import PulsarResources
     from pulsar_broker.service.broker_service import BrokerService
+
+log = logging.getLogger(__name__)
 
 DEFAULT_AUTHORIZATION_PROVIDER = "org.apache.pulsar.broker.authorization.PulsarAuthorizationProvider"
 
@@ -68,6 +71,9 @@ class SecurityGuard:
         self.resources = resources
         self.clock = clock
         broker_client_headers(config)  # an unusable brokerClient* pair stops start-up
+        if config.authorization_enabled and not config.authentication_enabled:
+            log.warning("authorizationEnabled without authenticationEnabled: no client has a "
+                        "role, so every topic operation and admin request is refused")
 
     def authenticate(self, given: credentials.Credentials) -> credentials.Authenticated | None:
         """The role of a connection or request; None when authentication is off."""
