@@ -74,12 +74,25 @@ def bookie_replicas(spec: cluster_spec.ClusterSpec, observed: ObservedSet | None
     return wanted, False
 
 
+#: Rendered into broker.conf unless spec.broker.config sets it: the operator's rebalancing loop
+#: (loops/rebalance.py) runs the load balancer, so the brokers' leader must not.
+LOAD_BALANCER_KEY = "loadBalancerEnabled"
+
+
+def with_operator_balancing(spec: cluster_spec.ClusterSpec) -> cluster_spec.ClusterSpec:
+    """spec with loadBalancerEnabled=false among the broker settings, unless the spec sets it."""
+    if LOAD_BALANCER_KEY in spec.broker.config:
+        return spec
+    broker = dataclasses.replace(spec.broker, config={LOAD_BALANCER_KEY: "false", **spec.broker.config})
+    return dataclasses.replace(spec, broker=broker)
+
+
 def desired_objects(body: dict[str, Any], spec: cluster_spec.ClusterSpec, bookies: int) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = []
     if spec.etcd.managed:
         objects += components.etcd_objects(body, spec)
     objects += components.bookie_objects(body, spec, bookies)
-    objects += components.broker_objects(body, spec)
+    objects += components.broker_objects(body, with_operator_balancing(spec))
     if spec.proxy.component.enabled:
         objects += components.proxy_objects(body, spec)
     objects.append(components.service_urls_config_map(body, spec))

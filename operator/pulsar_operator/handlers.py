@@ -15,7 +15,7 @@ from typing import Any
 import kopf
 
 from pulsar_operator import admin, errors, kube, naming, services
-from pulsar_operator.loops import report, runner
+from pulsar_operator.loops import rebalance, report, runner
 
 KINDS = {
     "cluster": (naming.GROUP, naming.VERSION, "pulsarclusters"),
@@ -34,12 +34,18 @@ class Runtime:
         self.connection: kopf.ConnectionInfo | None = None
         self._client: kube.KubeClient | None = None
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._balancing: dict[tuple[str, str], rebalance.Memory] = {}
 
     def lock(self, body: kopf.Body) -> asyncio.Lock:
         """One lock per object: its change handler and its timer never reconcile it at once
         (the bookie loops scale StatefulSets the reconcile also writes)."""
         key = (str(body.metadata.namespace), str(body.metadata.name))
         return self._locks.setdefault(key, asyncio.Lock())
+
+    def balancing(self, body: kopf.Body) -> rebalance.Memory:
+        """The rebalancing loop's memory of one cluster (usage history), for this process's life."""
+        key = (str(body.metadata.namespace), str(body.metadata.name))
+        return self._balancing.setdefault(key, rebalance.Memory())
 
     def set_connection(self, info: kopf.ConnectionInfo | None) -> None:
         """kopf logs in again when credentials expire; our client follows."""
@@ -139,7 +145,8 @@ def _register_cluster(registry: kopf.OperatorRegistry, runtime: Runtime, interva
         async with runtime.lock(body):
             plain = services.plain(body)
             status = await services.reconcile_cluster(plain, runtime.client(), admin.AdminClient)
-            status = await runner.run(plain, status, runtime.client(), post, services.now_iso())
+            status = await runner.run(plain, status, runtime.client(), post, services.now_iso(),
+                                      balancing=runtime.balancing(body))
         _set_status(patch, body, status)
 
     _changes(registry, "cluster", reconcile, "reconcile")

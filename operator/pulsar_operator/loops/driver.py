@@ -67,7 +67,7 @@ def ensemble(spec: cluster_spec.ClusterSpec, current: int) -> tuple[int, int]:
     return (int(config.get(cluster_spec.ENSEMBLE, default)), int(config.get(cluster_spec.WRITE_QUORUM, default)))
 
 
-def _ready(pod: dict[str, Any] | None) -> bool:
+def pod_ready(pod: dict[str, Any] | None) -> bool:
     conds = ((pod or {}).get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
 
@@ -87,7 +87,7 @@ async def _pods(client: Objects, spec: cluster_spec.ClusterSpec, count: int) -> 
     for ordinal in range(count):
         pod = await client.get(ObjectRef("v1", "Pod", spec.namespace, f"{_sts_name(spec)}-{ordinal}"))
         bookie_id, url = bookie_address(spec, ordinal)
-        result.append(BookiePod(ordinal, bookie_id, url, pod is not None, _ready(pod)))
+        result.append(BookiePod(ordinal, bookie_id, url, pod is not None, pod_ready(pod)))
     return result
 
 

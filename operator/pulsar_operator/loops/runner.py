@@ -14,14 +14,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pulsar_operator import cluster_spec, conditions, errors
-from pulsar_operator.loops import autorecovery, bookie_admin, decommission, driver, report
+from pulsar_common import errors as common_errors
+
+from pulsar_operator import cluster_config, cluster_spec, conditions, errors, naming
+from pulsar_operator.loops import autorecovery, bookie_admin, decommission, driver, rebalance, report
+from pulsar_operator.plan import ObjectRef
 
 PostEvent = Callable[[report.Event], None]
 AdminFactory = Callable[[list[str]], bookie_admin.HttpBookieAdmin]
 logger = logging.getLogger(__name__)
 #: The condition types the loops own (kept as they were when a step observes nothing).
-CONDITIONS = (autorecovery.CONDITION, decommission.CONDITION)
+CONDITIONS = (autorecovery.CONDITION, decommission.CONDITION, rebalance.CONDITION)
 
 
 def _announcements(old: list[dict[str, Any]], new: list[conditions.Condition]) -> list[report.Event]:
@@ -35,9 +38,52 @@ def _announcements(old: list[dict[str, Any]], new: list[conditions.Condition]) -
     return result
 
 
+async def ready_brokers(spec: cluster_spec.ClusterSpec, client: driver.Objects) -> list[str]:
+    """Broker ids (`<pod>.<headless service>:<webServicePort>`, as they register) of the ready broker pods."""
+    name = naming.child_name(spec.name, naming.BROKER)
+    port = spec.broker.config.get("webServicePort", str(cluster_config.WEB_PORT))
+    found = []
+    for ordinal in range(spec.broker.replicas):
+        pod = await client.get(ObjectRef("v1", "Pod", spec.namespace, f"{name}-{ordinal}"))
+        if driver.pod_ready(pod):
+            found.append(f"{name}-{ordinal}.{name}-headless.{spec.namespace}.svc:{port}")
+    return found
+
+
+async def _rebalance(spec: cluster_spec.ClusterSpec, client: driver.Objects, memory: rebalance.Memory,
+                     old: dict[str, Any], result: driver.Result) -> None:
+    if not rebalance.operator_balances(spec.broker.config):
+        result.conditions.append(conditions.Condition(
+            rebalance.CONDITION, False, "BrokersBalance",
+            "spec.broker.config sets loadBalancerEnabled: the brokers' leader runs the load balancer"))
+        return
+    try:
+        conf = rebalance.broker_settings(cluster_config.broker_conf(spec))
+    except (common_errors.ConfigError, ValueError) as exc:
+        result.conditions.append(conditions.Condition(rebalance.CONDITION, False, "InvalidSettings", str(exc)[:300]))
+        return
+    brokers = rebalance.HttpBrokers()
+    try:
+        outcome = await rebalance.step(brokers, await ready_brokers(spec, client), conf, memory,
+                                       old.get("rebalance") or {}, int(time.time() * 1000))
+    except errors.OperatorError as exc:
+        logger.warning("rebalancing round failed, planned again next time: %s", exc)
+        result.conditions.append(conditions.Condition(rebalance.CONDITION, False, "Retrying", str(exc)[:300]))
+        return
+    finally:
+        await brokers.close()
+    if outcome is None:
+        return
+    result.status["rebalance"] = outcome.status
+    result.conditions.append(outcome.condition)
+    result.events.extend(outcome.events)
+
+
 async def run(body: dict[str, Any], status: dict[str, Any], client: driver.Objects, post_event: PostEvent,
-              now: str, admins: AdminFactory = bookie_admin.HttpBookieAdmin) -> dict[str, Any]:
-    """`status` with the loops' part added (unchanged when the spec is invalid)."""
+              now: str, admins: AdminFactory = bookie_admin.HttpBookieAdmin,
+              balancing: rebalance.Memory | None = None) -> dict[str, Any]:
+    """`status` with the loops' part added (unchanged when the spec is invalid). `balancing` is
+    this cluster's rebalancing memory (None: no rebalancing step)."""
     if cluster_spec.validate(body):
         return status
     spec = cluster_spec.parse(body)
@@ -48,23 +94,24 @@ async def run(body: dict[str, Any], status: dict[str, Any], client: driver.Objec
         return opened[-1]
 
     try:
-        result = await driver.step(body, spec, client, factory, int(time.time() * 1000))
+        result = await driver.step(body, spec, client, factory, int(time.time() * 1000)) or driver.Result()
+        if balancing is not None:
+            await _rebalance(spec, client, balancing, body.get("status") or {}, result)
     except errors.OperatorError as exc:
-        logger.warning("bookie loops skipped this time: %s", exc)
-        result = None
+        logger.warning("controller loops skipped this time: %s", exc)
+        result = driver.Result()
     finally:
         for admin in opened:
             await admin.close()
     old_conditions = list((body.get("status") or {}).get("conditions") or [])
-    if result is None:
-        kept = [c for c in old_conditions if c.get("type") in CONDITIONS]
-        return {**status, "conditions": [c for c in status.get("conditions") or [] if c.get("type") not in CONDITIONS]
-                + kept}
+    # A loop that observed nothing this time keeps its condition as it was.
+    stepped = {c.type for c in result.conditions}
+    kept = [c for c in old_conditions if c.get("type") in CONDITIONS and c.get("type") not in stepped]
     generation = (body.get("metadata") or {}).get("generation")
     merged = conditions.merge(old_conditions, result.conditions, now, generation)
-    own = {c.type for c in result.conditions}
     events = result.events + _announcements(old_conditions, result.conditions)
     for event in events:
         post_event(event)
     return {**status, **result.status,
-            "conditions": [c for c in status.get("conditions") or [] if c.get("type") not in own] + merged}
+            "conditions": [c for c in status.get("conditions") or [] if c.get("type") not in CONDITIONS]
+            + kept + merged}
