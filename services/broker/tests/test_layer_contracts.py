@@ -36,9 +36,6 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {
     frozenset({"pulsar_broker.server.connection", "pulsar_broker.server.handlers"}):
         "the command handlers and the connection that dispatches to them; to be split by "
         "the server/ owner (issue 11)",
-    frozenset({"pulsar_broker.topics.backlog_quota", "pulsar_broker.topics.persistent_topic"}):
-        "backlog quota enforcement reaches back into the topic; to be broken by the topics/ "
-        "owner (issue 11)",
     frozenset({"pulsar_spark.source", "pulsar_spark.stream"}):
         "the batch source hands out the streaming reader it shares planning with (issue 11)",
 }

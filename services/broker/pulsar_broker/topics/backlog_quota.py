@@ -19,10 +19,14 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.topics import deduplication, message_expiry, policies
-from pulsar_broker.topics.persistent_topic import PersistentTopic
+
+if TYPE_CHECKING:
+    # Only for annotations: the topic calls into this module (backlog_size), never back.
+    from pulsar_broker.topics.persistent_topic import PersistentTopic
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.subscriptions import dispatcher as dispatch
 from pulsar_broker.subscriptions.consumer import SubType
 from pulsar_broker.subscriptions.subscription import Subscription
-from pulsar_broker.topics import deduplication, policies, producer_access
+from pulsar_broker.topics import backlog_quota, deduplication, policies, producer_access
 from pulsar_broker.topics.compaction import compactor
 from pulsar_broker.topics.compaction.compacted_cursor import CompactedCursor
 from pulsar_broker.topics.producer_access import AccessMode
@@ -434,8 +434,6 @@ class PersistentTopic:
 
     def backlog_size(self) -> int:
         """Estimated bytes the slowest subscription has not acknowledged."""
-        from pulsar_broker.topics import backlog_quota
-
         return backlog_quota.backlog_size(self)
 
     def internal_stats(self) -> dict[str, Any]:
