@@ -357,7 +357,7 @@ class RecordingConnection:
         self.closed_consumers: list[int] = []
 
     def send_message(self, consumer_id: int, position: Any, redelivery_count: int,
-                     data: bytes, partition: int) -> None:
+                     data: bytes, partition: int, ack_set: Any = None) -> None:
         self.sent.append(position)
         self.messages.append((consumer_id, position, redelivery_count))
 

@@ -102,6 +102,15 @@ class ManagedCursor(Protocol):
     async def delete(self, positions: Iterable[Position]) -> None:
         """Individual acknowledgement; mark-delete moves over any contiguous prefix."""
 
+    async def delete_batch_indexes(self, position: Position, ack_set: Sequence[int]) -> None:
+        """Acknowledge some messages of the batch at position (batch-index ack): the set bits
+        of ack_set's 64-bit words are the messages still unacknowledged. Acknowledgements
+        add up; the entry is deleted once all its messages are acknowledged."""
+
+    def batch_ack_set(self, position: Position) -> Sequence[int] | None:
+        """The messages of a partly acknowledged batch still unacknowledged, as bit-set words
+        (CommandMessage.ack_set); None when no message of it was acknowledged alone."""
+
     def rewind(self) -> None:
         """Read again from just after the mark-delete position."""
 

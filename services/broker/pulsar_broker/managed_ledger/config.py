@@ -57,6 +57,18 @@ class ManagedLedgerConfig:
         10000,
         "Individually acknowledged ranges kept per cursor; later ones may be redelivered",
     )
+    deletion_at_batch_index_level_enabled: bool = setting(
+        "acknowledgmentAtBatchIndexLevelEnabled",
+        True,
+        "Keep acknowledgements of single messages of a batch (batch-index acks) in the cursor, "
+        "persisted, and tell consumers which messages of a batch they need not receive again",
+    )
+    max_batch_deleted_index_to_persist: int = setting(
+        "managedLedgerMaxBatchDeletedIndexToPersist",
+        10000,
+        "Partly acknowledged batches whose batch-index acks a cursor persists; acks of later "
+        "ones are kept in memory only and may be redelivered after a restart",
+    )
     add_entry_timeout_seconds: float = setting(
         "managedLedgerAddEntryTimeoutSeconds",
         30.0,
@@ -80,6 +92,7 @@ class ManagedLedgerConfig:
             "managedLedgerMaxEntriesPerLedger": self.max_entries_per_ledger,
             "managedLedgerMaxSizePerLedgerMbytes": self.max_size_per_ledger_mbytes,
             "managedLedgerMaxUnackedRangesToPersist": self.max_unacked_ranges_to_persist,
+            "managedLedgerMaxBatchDeletedIndexToPersist": self.max_batch_deleted_index_to_persist,
         }
         not_negative: dict[str, float] = {
             "managedLedgerMinLedgerRolloverTimeMinutes": self.min_ledger_rollover_time_minutes,

@@ -1,9 +1,11 @@
 """ManagedCursorImpl: a named reader of a managed ledger that remembers acknowledgements.
 
 A durable cursor (a subscription) persists its mark-delete position, the
-individually deleted ranges after it (at most managedLedgerMaxUnackedRangesToPersist)
-and its properties under the managed ledger's path, debounced by
-managedLedgerCursorPositionFlushSeconds and flushed on close. What was
+individually deleted ranges after it (at most managedLedgerMaxUnackedRangesToPersist),
+the batch-index acks of partly acknowledged batches (at most
+managedLedgerMaxBatchDeletedIndexToPersist) and its properties under the
+managed ledger's path, debounced by managedLedgerCursorPositionFlushSeconds
+and flushed on close. What was
 persisted is never redelivered after a restart; what was not acknowledged is
 never skipped (acknowledgements not yet persisted may be redelivered).
 A non-durable cursor (a reader) keeps the same state in memory only.
@@ -12,6 +14,7 @@ A non-durable cursor (a reader) keeps the same state in memory only.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
@@ -80,6 +83,8 @@ class ManagedCursorImpl:
         self._name = name
         self._durable = durable
         self._acks = ranges.AckSet(ledger.layout, mark_delete)
+        #: Partly acknowledged batches: position -> bit-set words, set bits unacknowledged.
+        self._batch_acks: dict[api.Position, tuple[int, ...]] = {}
         self._read_position = ledger.layout.next_position(mark_delete)
         self._properties = dict(properties or {})
         self._version = version
@@ -115,6 +120,10 @@ class ManagedCursorImpl:
             properties=info.properties,
         )
         recovered._acks.load(info.mark_delete_position, info.individually_deleted_ranges)
+        recovered._batch_acks = {
+            position: words for position, words in info.batch_deleted_indexes
+            if not recovered._acks.is_acknowledged(position)
+        }
         recovered._read_position = recovered._first_unread(
             ledger.layout.next_position(recovered._acks.mark_delete_position)
         )
@@ -127,6 +136,7 @@ class ManagedCursorImpl:
             version=self._version, properties=self._properties,
         )
         again._acks.load(self.mark_delete_position, self._acks.ranges())
+        again._batch_acks = dict(self._batch_acks)
         return again
 
     # -- state -----------------------------------------------------------------------
@@ -167,6 +177,11 @@ class ManagedCursorImpl:
 
     def is_acknowledged(self, position: api.Position) -> bool:
         return self._acks.is_acknowledged(position)
+
+    def batch_ack_set(self, position: api.Position) -> tuple[int, ...] | None:
+        """For a partly acknowledged batch, its messages still unacknowledged as bit-set
+        words (bit i set: message i is not acknowledged); None otherwise."""
+        return self._batch_acks.get(position)
 
     def has_more_entries(self) -> bool:
         return self._first_unread(self._read_position) <= self._ledger.last_confirmed_entry
@@ -285,6 +300,9 @@ class ManagedCursorImpl:
         if properties is not None:
             self._properties = dict(properties)
         moved = self._acks.acknowledge_cumulative(position)
+        if moved and self._batch_acks:
+            for done in [p for p in self._batch_acks if p <= position]:
+                del self._batch_acks[done]
         await self._acknowledged(moved or properties is not None)
 
     async def delete(self, positions: Iterable[api.Position]) -> None:
@@ -296,8 +314,32 @@ class ManagedCursorImpl:
         for position in positions:
             if position <= last and layout.exists(position):
                 changed = self._acks.acknowledge(position) or changed
+                self._batch_acks.pop(position, None)
         if changed:
             await self._acknowledged(True, mark_delete_moved=before != self.mark_delete_position)
+
+    async def delete_batch_indexes(self, position: api.Position, ack_set: Sequence[int]) -> None:
+        """Acknowledge some messages of a batch: ack_set's set bits are those still not
+        acknowledged (the client's view, as in CommandAck). Acknowledgements add up; once
+        every message is acknowledged the entry is deleted. Ignored when batch-index acks
+        are off (acknowledgmentAtBatchIndexLevelEnabled=false)."""
+        self._check_open()
+        if not self._ledger.config.deletion_at_batch_index_level_enabled:
+            return
+        if position > self._ledger.last_confirmed_entry or not self._ledger.layout.exists(position):
+            return
+        if self._acks.is_acknowledged(position):
+            return
+        before = self._batch_acks.get(position)
+        words = tuple(ack_set)
+        if before is not None:
+            words = tuple(a & b for a, b in itertools.zip_longest(before, words, fillvalue=0))
+        if not any(words):
+            await self.delete([position])
+            return
+        if words != before:
+            self._batch_acks[position] = words
+            await self._persist_soon()
 
     async def _acknowledged(self, changed: bool, *, mark_delete_moved: bool = True) -> None:
         if self._read_position <= self.mark_delete_position:
@@ -350,6 +392,7 @@ class ManagedCursorImpl:
             position = newest
         self._epoch += 1
         self._acks.reset(api.Position(position.ledger_id, position.entry_id - 1))
+        self._batch_acks.clear()
         self._read_position = position
         self._dirty = True
         if self._durable:
@@ -390,6 +433,7 @@ class ManagedCursorImpl:
                 tuple(self._acks.ranges(limit)),
                 dict(self._properties),
                 self._ledger.now_ms(),
+                self._batch_acks_to_persist(),
             )
             expected = -1 if self._version is None else self._version
             try:
@@ -397,6 +441,11 @@ class ManagedCursorImpl:
             except BaseException:
                 self._dirty = True
                 raise
+
+    def _batch_acks_to_persist(self) -> tuple[tuple[api.Position, tuple[int, ...]], ...]:
+        """The oldest partly acknowledged batches, up to managedLedgerMaxBatchDeletedIndexToPersist."""
+        limit = self._ledger.config.max_batch_deleted_index_to_persist
+        return tuple(sorted(self._batch_acks.items())[:limit])
 
     async def close(self, *, flush: bool = True) -> None:
         if self._closed:

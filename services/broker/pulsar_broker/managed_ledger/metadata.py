@@ -3,7 +3,8 @@
 /managed-ledgers/<name> holds the ledger list (id, entries, size, timestamp),
 the terminated position and properties; each durable cursor is a child
 /managed-ledgers/<name>/<url-encoded cursor name> holding its mark-delete
-position, individually deleted ranges and properties. Both are JSON and are
+position, individually deleted ranges, properties and the batch-index acks of
+partly acknowledged batches. Both are JSON and are
 written by compare-and-set only: a lost CAS means another broker took over.
 """
 
@@ -47,6 +48,9 @@ class CursorInfo:
     individually_deleted_ranges: tuple[tuple[api.Position, api.Position], ...] = ()
     properties: dict[str, int] = field(default_factory=dict)
     last_active_ms: int = 0
+    #: Partly acknowledged batches: (position, words of a bit set whose set bits are the
+    #: messages still unacknowledged), as Apache's batchedEntryDeletionIndexInfo.
+    batch_deleted_indexes: tuple[tuple[api.Position, tuple[int, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,11 @@ def encode_cursor_info(info: CursorInfo) -> bytes:
         "properties": dict(info.properties),
         "lastActive": info.last_active_ms,
     }
+    if info.batch_deleted_indexes:
+        record["batchedEntryDeletionIndexInfo"] = [
+            {"position": _position_json(position), "deleteSet": list(words)}
+            for position, words in info.batch_deleted_indexes
+        ]
     return json.dumps(record, sort_keys=True).encode()
 
 
@@ -116,6 +125,10 @@ def decode_cursor_info(data: bytes) -> CursorInfo:
         ),
         properties={str(k): int(v) for k, v in record.get("properties", {}).items()},
         last_active_ms=int(record.get("lastActive", 0)),
+        batch_deleted_indexes=tuple(
+            (_position(b["position"]), tuple(int(w) for w in b["deleteSet"]))
+            for b in record.get("batchedEntryDeletionIndexInfo", [])
+        ),
     )
 
 

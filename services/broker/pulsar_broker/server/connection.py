@@ -14,7 +14,7 @@ import collections
 import logging
 import ssl
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from pulsar_common import naming
@@ -276,10 +276,11 @@ class ServerConnection(asyncio.Protocol):
     # ConsumerConnection (what consumers call)
 
     def send_message(self, consumer_id: int, position: ml.Position, redelivery_count: int,
-                     data: bytes, partition: int) -> None:
+                     data: bytes, partition: int,
+                     ack_set: Sequence[int] | None = None) -> None:
         header, entry = wire_entry.message_frame_parts(
             consumer_id, position.ledger_id, position.entry_id, data,
-            partition=partition, redelivery_count=redelivery_count,
+            partition=partition, redelivery_count=redelivery_count, ack_set=ack_set,
             with_checksum=codes.supports_checksum(self.protocol_version))
         self.write_parts(header, entry)
 

@@ -401,18 +401,21 @@ class Handlers:
         handle = self.cnx.consumers.get(request.consumer_id)
         error: Exception | None = None
         if handle is not None:
-            positions = [
-                commands.position_of(mid) for mid in request.message_id
-                # A batch ack naming messages still unacknowledged leaves the entry alone.
-                if not any(mid.ack_set)
-            ]
-            if positions:
-                try:
-                    await handle.subscription.acknowledge(
-                        handle.consumer, positions, request.ack_type == pb.CommandAck.Cumulative)
-                except Exception as exc:  # noqa: BLE001 - reported in the ACK_RESPONSE
-                    error = exc
-                    log.info("ack on %s failed: %s", handle.topic, exc)
+            cumulative = request.ack_type == pb.CommandAck.Cumulative
+            # An ack_set with bits still set acknowledges some messages of a batch only.
+            positions = [commands.position_of(mid) for mid in request.message_id
+                         if not any(mid.ack_set)]
+            partial = [(commands.position_of(mid), list(mid.ack_set))
+                       for mid in request.message_id if any(mid.ack_set)]
+            try:
+                if positions:
+                    await handle.subscription.acknowledge(handle.consumer, positions, cumulative)
+                for position, ack_set in partial:
+                    await handle.subscription.acknowledge_batch_indexes(
+                        handle.consumer, position, ack_set, cumulative)
+            except Exception as exc:  # noqa: BLE001 - reported in the ACK_RESPONSE
+                error = exc
+                log.info("ack on %s failed: %s", handle.topic, exc)
         if request.HasField("request_id"):
             self.cnx.write(replies.ack_response(
                 request.consumer_id, request.request_id,

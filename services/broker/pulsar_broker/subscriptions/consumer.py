@@ -5,6 +5,7 @@ and the connection its MESSAGE frames go out on.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -25,8 +26,10 @@ class ConsumerConnection(Protocol):
 
     def send_message(
         self, consumer_id: int, position: ml.Position, redelivery_count: int, data: bytes,
-        partition: int,
-    ) -> None: ...
+        partition: int, ack_set: Sequence[int] | None = None,
+    ) -> None:
+        """A MESSAGE frame; ack_set (CommandMessage.ack_set) names the messages of a partly
+        acknowledged batch still to deliver, so the client skips the others."""
 
     def send_active_consumer_change(self, consumer_id: int, is_active: bool) -> None: ...
 
@@ -94,16 +97,21 @@ class Consumer:
     def flow(self, permits: int) -> None:
         self.permits += permits
 
-    def send(self, item: Dispatched, redelivery_count: int) -> None:
+    def send(self, item: Dispatched, redelivery_count: int,
+             ack_set: Sequence[int] | None = None) -> None:
+        """Send an entry; with an ack_set only its unacknowledged messages count (the client
+        skips the others, and they use no permits)."""
         position = item.entry.position
-        self.permits -= item.num_messages
-        if position not in self.pending_acks:
-            self.unacked_messages += item.num_messages
-        self.pending_acks[position] = item.num_messages
-        self.msg_out += item.num_messages
+        messages = item.num_messages if ack_set is None else min(
+            item.num_messages, unacknowledged_in(ack_set))
+        self.permits -= messages
+        self.unacked_messages += messages - self.pending_acks.get(position, 0)
+        self.pending_acks[position] = messages
+        self.msg_out += messages
         self.bytes_out += len(item.entry.data)
         self.cnx.send_message(
-            self.consumer_id, position, redelivery_count, item.entry.data, self.partition_index
+            self.consumer_id, position, redelivery_count, item.entry.data, self.partition_index,
+            ack_set,
         )
 
     def acknowledged(self, position: ml.Position) -> bool:
@@ -113,6 +121,13 @@ class Consumer:
             return False
         self.unacked_messages -= count
         return True
+
+    def partly_acknowledged(self, position: ml.Position, unacknowledged: int) -> None:
+        """Some messages of a batch it holds were acknowledged; `unacknowledged` remain."""
+        held = self.pending_acks.get(position)
+        if held is not None and unacknowledged < held:
+            self.pending_acks[position] = unacknowledged
+            self.unacked_messages -= held - unacknowledged
 
     def acknowledged_up_to(self, position: ml.Position) -> None:
         for held in [p for p in self.pending_acks if p <= position]:
@@ -124,3 +139,9 @@ class Consumer:
         self.pending_acks.clear()
         self.unacked_messages = 0
         return held
+
+
+def unacknowledged_in(ack_set: Sequence[int]) -> int:
+    """How many messages a batch-index ack set (64-bit words, set bit: not acknowledged)
+    leaves unacknowledged."""
+    return sum((word & 0xFFFF_FFFF_FFFF_FFFF).bit_count() for word in ack_set)

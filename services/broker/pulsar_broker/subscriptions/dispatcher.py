@@ -203,7 +203,10 @@ class Dispatcher(abc.ABC):
         return items
 
     def _send(self, consumer: Consumer, item: Dispatched) -> None:
-        consumer.send(item, self._redelivery_count(item.entry.position))
+        position = item.entry.position
+        # A partly acknowledged batch goes out with the messages still to deliver.
+        ack_set = self.cursor.batch_ack_set(position) if item.num_messages > 1 else None
+        consumer.send(item, self._redelivery_count(position), ack_set)
 
 
 def _describe(entry: ml.Entry) -> Dispatched:

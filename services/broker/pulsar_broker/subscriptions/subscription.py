@@ -7,7 +7,7 @@ Shared and Key_Shared (the client uses the count for dead-letter topics).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from pulsar_broker import errors
@@ -19,7 +19,7 @@ from pulsar_broker.subscriptions import (
     single_active,
 )
 from pulsar_broker.subscriptions import dispatcher as dispatch
-from pulsar_broker.subscriptions.consumer import Consumer, SubType
+from pulsar_broker.subscriptions.consumer import Consumer, SubType, unacknowledged_in
 
 #: Redelivery counts kept per subscription; the oldest are forgotten past this.
 REDELIVERY_TRACKER_MAX = 100_000
@@ -134,16 +134,44 @@ class Subscription:
                 await self.cursor.mark_delete(position)
         else:
             for position in positions:
-                if not consumer.acknowledged(position):
-                    for other in self.consumers:
-                        if other.acknowledged(position):
-                            break
-                self.redelivery_counts.pop(position, None)
-                self.dispatcher.forget(position)
+                self._forget_acknowledged(consumer, position)
             await self.cursor.delete(positions)
         self.msg_acked += len(positions)
         # Acks can unblock consumers held back by maxUnackedMessagesPerConsumer.
         self.dispatcher.wake()
+
+    async def acknowledge_batch_indexes(
+        self, consumer: Consumer, position: ml.Position, ack_set: Sequence[int],
+        cumulative: bool,
+    ) -> None:
+        """Some messages of the batch at position were acknowledged (CommandAck with an
+        ack_set: its set bits are the messages still unacknowledged). Cumulatively, every
+        entry before the batch is acknowledged too."""
+        if cumulative:
+            if self.sub_type in (SubType.SHARED, SubType.KEY_SHARED):
+                raise errors.InvalidRequestError("Cumulative ack is not allowed on Shared subscriptions")
+            if position.entry_id > 0:
+                before = ml.Position(position.ledger_id, position.entry_id - 1)
+                consumer.acknowledged_up_to(before)
+                if before > self.cursor.mark_delete_position:
+                    await self.cursor.mark_delete(before)
+        await self.cursor.delete_batch_indexes(position, ack_set)
+        if self.cursor.is_acknowledged(position):
+            self._forget_acknowledged(consumer, position)
+        else:
+            remaining = self.cursor.batch_ack_set(position)
+            if remaining is not None:
+                for holder in self.consumers:
+                    holder.partly_acknowledged(position, unacknowledged_in(remaining))
+        self.dispatcher.wake()
+
+    def _forget_acknowledged(self, consumer: Consumer, position: ml.Position) -> None:
+        if not consumer.acknowledged(position):
+            for other in self.consumers:
+                if other.acknowledged(position):
+                    break
+        self.redelivery_counts.pop(position, None)
+        self.dispatcher.forget(position)
 
     def redeliver(self, consumer: Consumer, positions: list[ml.Position] | None) -> None:
         held = list(consumer.pending_acks) if positions is None else [

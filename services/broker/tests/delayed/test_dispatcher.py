@@ -7,6 +7,7 @@ import asyncio
 import random
 import struct
 import time
+from typing import Any
 
 from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.subscriptions import delayed_delivery as dd
@@ -40,7 +41,7 @@ class Connection:
         self.arrived = asyncio.Event()
 
     def send_message(self, consumer_id: int, position: ml.Position, redelivery_count: int,
-                     data: bytes, partition: int) -> None:
+                     data: bytes, partition: int, ack_set: Any = None) -> None:
         self.sent.append((position, now_ms()))
         self.arrived.set()
 

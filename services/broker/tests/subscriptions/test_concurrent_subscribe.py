@@ -10,6 +10,7 @@ import gc
 import logging
 import pathlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from pulsar_broker import testing as broker_testing
@@ -27,7 +28,7 @@ class Connection:
     writable = True
 
     def send_message(self, consumer_id: int, position: ml.Position, redelivery_count: int,
-                     data: bytes, partition: int) -> None:
+                     data: bytes, partition: int, ack_set: Any = None) -> None:
         pass
 
     def send_active_consumer_change(self, consumer_id: int, is_active: bool) -> None:

@@ -10,6 +10,7 @@ import pathlib
 import struct
 import time
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 from pulsar_broker import testing as broker_testing
@@ -32,7 +33,7 @@ class Connection:
         self.sent: list[ml.Position] = []
 
     def send_message(self, consumer_id: int, position: ml.Position, redelivery_count: int,
-                     data: bytes, partition: int) -> None:
+                     data: bytes, partition: int, ack_set: Any = None) -> None:
         self.sent.append(position)
 
     def send_active_consumer_change(self, consumer_id: int, is_active: bool) -> None:
