@@ -99,12 +99,15 @@ def _stateless(
     conf_file: str,
     conf: dict[str, str],
     container: dict[str, Any],
+    secret_volumes: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
-    """ConfigMap + StatefulSet of a component without volumes (broker, proxy, worker)."""
+    """ConfigMap + StatefulSet of a component without data volumes (broker, proxy, worker);
+    secret_volumes are the Secrets spec.tls and spec.auth mount."""
     name = naming.child_name(spec.name, component)
     selector = naming.selector_labels(spec.name, component)
     conf_text = cc.render(conf)
-    pod = workloads.pod_spec([container], spec.pod_policy, selector, volumes=[_config_volume(name)])
+    pod = workloads.pod_spec([container], spec.pod_policy, selector,
+                             volumes=[_config_volume(name), *(secret_volumes or [])])
     return [
         workloads.config_map(_meta(body, spec, name, component), {conf_file: conf_text}),
         workloads.stateful_set(
@@ -194,27 +197,30 @@ def bookie_objects(body: dict[str, Any], spec: cluster_spec.ClusterSpec, replica
 def broker_objects(body: dict[str, Any], spec: cluster_spec.ClusterSpec) -> list[dict[str, Any]]:
     command = ["pulsar", "broker", "--config", f"{cc.CONF_DIR}/broker.conf",
                "--conf", _advertised(spec, naming.BROKER), *BIND_POD_IP]
-    ports = {"pulsar": cc.BROKER_PORT, "http": cc.WEB_PORT}
+    ports = {"pulsar": cc.BROKER_PORT, "http": cc.WEB_PORT, **cc.tls_ports(spec)}
+    volumes, mounts = cc.secret_volumes(spec, naming.BROKER)
     container = _container(
         spec, "broker", command, ports, spec.broker.resources,
         workloads.http_probe("/admin/v2/brokers/ready", cc.WEB_PORT, initial_delay_s=5),
         workloads.http_probe("/status.html", cc.WEB_PORT, initial_delay_s=30),
-        [_config_mount()],
+        [_config_mount(), *mounts],
     )
     return (_service_pair(body, spec, naming.BROKER, ports)
             + _stateless(body, spec, naming.BROKER, spec.broker.replicas, "broker.conf",
-                         cc.broker_conf(spec), container))
+                         cc.broker_conf(spec), container, volumes))
 
 
 def proxy_objects(body: dict[str, Any], spec: cluster_spec.ClusterSpec) -> list[dict[str, Any]]:
     command = ["pulsar", "proxy", "--config", f"{cc.CONF_DIR}/proxy.conf", *BIND_POD_IP]
-    ports = {"pulsar": cc.BROKER_PORT, "http": cc.WEB_PORT}
+    ports = {"pulsar": cc.BROKER_PORT, "http": cc.WEB_PORT, **cc.tls_ports(spec)}
+    volumes, mounts = cc.secret_volumes(spec, naming.PROXY)
     probe = workloads.http_probe("/status.html", cc.WEB_PORT, initial_delay_s=5)
     container = _container(spec, "proxy", command, ports, spec.proxy.component.resources, probe,
-                           workloads.http_probe("/status.html", cc.WEB_PORT, initial_delay_s=30), [_config_mount()])
+                           workloads.http_probe("/status.html", cc.WEB_PORT, initial_delay_s=30),
+                           [_config_mount(), *mounts])
     return (_service_pair(body, spec, naming.PROXY, ports, spec.proxy.service_type)
             + _stateless(body, spec, naming.PROXY, spec.proxy.component.replicas, "proxy.conf",
-                         cc.proxy_conf(spec), container))
+                         cc.proxy_conf(spec), container, volumes))
 
 
 def service_urls_config_map(body: dict[str, Any], spec: cluster_spec.ClusterSpec) -> dict[str, Any]:

@@ -18,6 +18,15 @@ ETCD_CLIENT_PORT = 2379
 ETCD_PEER_PORT = 2380
 CONF_DIR = "/pulsar/conf"
 DATA_DIR = "/pulsar/data"
+# Security (spec.tls, spec.auth): TLS ports next to the plain ones, which stay on inside the
+# cluster for probes and broker-to-broker calls; secrets mounted read-only.
+BROKER_TLS_PORT = 6651
+WEB_TLS_PORT = 8443
+TLS_DIR = "/pulsar/tls"
+TOKEN_KEY_DIR = "/pulsar/auth/token-key"
+PROXY_TOKEN_DIR = "/pulsar/auth/proxy-token"
+TOKEN_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"
+TOKEN_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationToken"
 
 
 def svc_host(spec: cluster_spec.ClusterSpec, component: str) -> str:
@@ -32,6 +41,13 @@ def metadata_store_url(spec: cluster_spec.ClusterSpec) -> str:
 
 def web_service_url(spec: cluster_spec.ClusterSpec) -> str:
     return f"http://{svc_host(spec, naming.BROKER)}:{WEB_PORT}"
+
+
+def admin_url(spec: cluster_spec.ClusterSpec) -> str:
+    """Where the operator's own admin calls go: the brokers' HTTPS port when spec.tls is on."""
+    if spec.tls.enabled:
+        return f"https://{svc_host(spec, naming.BROKER)}:{WEB_TLS_PORT}"
+    return web_service_url(spec)
 
 
 def broker_service_url(spec: cluster_spec.ClusterSpec) -> str:
@@ -65,8 +81,58 @@ def broker_conf(spec: cluster_spec.ClusterSpec) -> dict[str, str]:
         cluster_spec.ENSEMBLE: str(e),
         cluster_spec.WRITE_QUORUM: str(wq),
         cluster_spec.ACK_QUORUM: str(aq),
+        **_tls_listeners(spec, "brokerServicePortTls"),
+        **_authentication(spec),
     }
+    if spec.auth.enabled:
+        roles = (*spec.auth.superuser_roles, spec.auth.proxy_role)
+        base.update({"authorizationEnabled": "true", "superUserRoles": ",".join(roles),
+                     "proxyRoles": spec.auth.proxy_role})
     return _with_overrides(base, spec.broker.config)
+
+
+def _tls_listeners(spec: cluster_spec.ClusterSpec, binary_port_key: str) -> dict[str, str]:
+    """TLS ports and the mounted certificate files, when spec.tls is on."""
+    tls = spec.tls
+    if not tls.enabled:
+        return {}
+    return {binary_port_key: str(BROKER_TLS_PORT), "webServicePortTls": str(WEB_TLS_PORT),
+            "tlsCertificateFilePath": f"{TLS_DIR}/{tls.cert_key}",
+            "tlsKeyFilePath": f"{TLS_DIR}/{tls.key_key}",
+            "tlsTrustCertsFilePath": f"{TLS_DIR}/{tls.ca_key}"}
+
+
+def _authentication(spec: cluster_spec.ClusterSpec) -> dict[str, str]:
+    auth = spec.auth
+    if not auth.enabled or auth.token_secret_key is None:
+        return {}
+    return {"authenticationEnabled": "true", "authenticationProviders": TOKEN_PROVIDER,
+            "tokenSecretKey": f"file://{TOKEN_KEY_DIR}/{auth.token_secret_key.key}"}
+
+
+def secret_volumes(spec: cluster_spec.ClusterSpec,
+                   component: str) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+    """(volumes, mounts) of the secrets a broker or proxy pod reads (spec.tls, spec.auth)."""
+    wanted: list[tuple[str, str, str]] = []
+    if spec.tls.enabled:
+        wanted.append(("tls", spec.tls.secret_name, TLS_DIR))
+    auth = spec.auth
+    if auth.enabled and auth.token_secret_key is not None:
+        wanted.append(("token-key", auth.token_secret_key.name, TOKEN_KEY_DIR))
+    if auth.enabled and component == naming.PROXY and auth.proxy_token is not None:
+        wanted.append(("proxy-token", auth.proxy_token.name, PROXY_TOKEN_DIR))
+    volumes: list[dict[str, object]] = [
+        {"name": name, "secret": {"secretName": secret, "defaultMode": 0o400}}
+        for name, secret, _ in wanted]
+    mounts: list[dict[str, object]] = [
+        {"name": name, "mountPath": path, "readOnly": True} for name, _, path in wanted]
+    return volumes, mounts
+
+
+def tls_ports(spec: cluster_spec.ClusterSpec) -> dict[str, int]:
+    """Container/Service ports of the TLS listeners, when spec.tls is on."""
+    return ({"pulsar-tls": BROKER_TLS_PORT, "https": WEB_TLS_PORT} if spec.tls.enabled
+            else {})
 
 
 def bookkeeper_conf(spec: cluster_spec.ClusterSpec) -> dict[str, str]:
@@ -104,7 +170,20 @@ def proxy_conf(spec: cluster_spec.ClusterSpec) -> dict[str, str]:
         "brokerWebServiceURL": web_service_url(spec),
         "servicePort": str(BROKER_PORT),
         "webServicePort": str(WEB_PORT),
+        **_tls_listeners(spec, "servicePortTls"),
+        **_authentication(spec),
     }
+    if spec.tls.enabled:
+        broker = svc_host(spec, naming.BROKER)
+        base.update({"tlsEnabledWithBroker": "true",
+                     "brokerServiceURLTLS": f"pulsar+ssl://{broker}:{BROKER_TLS_PORT}",
+                     "brokerWebServiceURLTLS": f"https://{broker}:{WEB_TLS_PORT}",
+                     "brokerClientTrustCertsFilePath": f"{TLS_DIR}/{spec.tls.ca_key}"})
+    if spec.auth.enabled and spec.auth.proxy_token is not None:
+        base.update({"brokerClientAuthenticationPlugin": TOKEN_PLUGIN,
+                     "brokerClientAuthenticationParameters":
+                         f"file://{PROXY_TOKEN_DIR}/{spec.auth.proxy_token.key}",
+                     "forwardAuthorizationCredentials": "true"})
     return _with_overrides(base, spec.proxy.component.config)
 
 

@@ -61,6 +61,67 @@ class Proxy:
 
 
 @dataclasses.dataclass(frozen=True)
+class SecretKey:
+    """One key of a Secret in the cluster's namespace."""
+
+    name: str
+    key: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Tls:
+    """spec.tls: a Secret holding the certificate the brokers and proxy present (its keys as
+    cert-manager writes them by default: tls.crt, tls.key, ca.crt)."""
+
+    enabled: bool
+    secret_name: str
+    cert_key: str = "tls.crt"
+    key_key: str = "tls.key"
+    ca_key: str = "ca.crt"
+
+
+@dataclasses.dataclass(frozen=True)
+class Auth:
+    """spec.auth: token authentication and authorization on brokers and proxy."""
+
+    enabled: bool
+    #: The HS256 key brokers and proxy verify tokens with (`pulsar tokens create-secret-key`).
+    token_secret_key: SecretKey | None
+    superuser_roles: tuple[str, ...]
+    #: The superuser token the operator's own admin calls carry.
+    operator_token: SecretKey | None
+    #: The proxy's token towards brokers and its role (in proxyRoles and superUserRoles).
+    proxy_token: SecretKey | None
+    proxy_role: str = "proxy"
+
+
+def _secret_key(raw: Any, default_key: str) -> SecretKey | None:
+    data = _dict(raw)
+    if not data.get("name"):
+        return None
+    return SecretKey(str(data["name"]), str(data.get("key") or default_key))
+
+
+def _tls(raw: Any) -> Tls:
+    data = _dict(raw)
+    return Tls(enabled=bool(data.get("enabled", bool(data.get("secretName")))),
+               secret_name=str(data.get("secretName") or ""),
+               cert_key=str(data.get("certificateKey") or "tls.crt"),
+               key_key=str(data.get("privateKeyKey") or "tls.key"),
+               ca_key=str(data.get("caKey") or "ca.crt"))
+
+
+def _auth(raw: Any) -> Auth:
+    data = _dict(raw)
+    return Auth(enabled=bool(data.get("enabled", False)),
+                token_secret_key=_secret_key(data.get("tokenSecretKey"), "secret.key"),
+                superuser_roles=tuple(str(r) for r in data.get("superUserRoles") or ()),
+                operator_token=_secret_key(data.get("operatorToken"), "token"),
+                proxy_token=_secret_key(data.get("proxyToken"), "token"),
+                proxy_role=str(data.get("proxyRole") or "proxy"))
+
+
+@dataclasses.dataclass(frozen=True)
 class ClusterSpec:
     name: str
     namespace: str
@@ -80,6 +141,9 @@ class ClusterSpec:
     #: persistentVolumeClaimRetentionPolicy.whenScaled: Delete makes the decommission loop delete a
     #: removed bookie's claims once it is drained and gone (the StatefulSets keep Retain).
     claims_when_scaled: str = "Retain"
+    tls: Tls = Tls(enabled=False, secret_name="")
+    auth: Auth = Auth(enabled=False, token_secret_key=None, superuser_roles=(),
+                      operator_token=None, proxy_token=None)
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -138,6 +202,8 @@ def parse(body: dict[str, Any]) -> ClusterSpec:
             _dict(spec.get("persistentVolumeClaimRetentionPolicy")).get("whenDeleted") or "Retain"),
         claims_when_scaled=str(
             _dict(spec.get("persistentVolumeClaimRetentionPolicy")).get("whenScaled") or "Retain"),
+        tls=_tls(spec.get("tls")),
+        auth=_auth(spec.get("auth")),
     )
 
 
@@ -197,4 +263,24 @@ def validate(body: dict[str, Any]) -> list[str]:
             problems.append(f"spec.persistentVolumeClaimRetentionPolicy.{when} must be Retain or Delete, got {value}")
     if not spec.name:
         problems.append("metadata.name is required")
+    problems += _security_problems(spec)
+    return problems
+
+
+def _security_problems(spec: ClusterSpec) -> list[str]:
+    problems = []
+    if spec.tls.enabled and not spec.tls.secret_name:
+        problems.append("spec.tls.secretName is required when spec.tls.enabled is true")
+    auth = spec.auth
+    if auth.enabled:
+        if auth.token_secret_key is None:
+            problems.append("spec.auth.tokenSecretKey.name is required when spec.auth.enabled")
+        if auth.operator_token is None:
+            problems.append("spec.auth.operatorToken.name is required when spec.auth.enabled "
+                            "(the operator never uses an open port)")
+        if not auth.superuser_roles:
+            problems.append("spec.auth.superUserRoles must name the operator token's role")
+        if spec.proxy.component.enabled and spec.proxy.component.replicas > 0 \
+                and auth.proxy_token is None:
+            problems.append("spec.auth.proxyToken.name is required when a proxy runs")
     return problems

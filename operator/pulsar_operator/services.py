@@ -17,7 +17,9 @@ from typing import Any
 from pulsar_operator import (
     admin,
     applier,
+    cluster_config,
     cluster_reconcile,
+    cluster_spec,
     conditions,
     errors,
     function_reconcile,
@@ -27,7 +29,8 @@ from pulsar_operator import (
 )
 from pulsar_operator.plan import ObjectRef
 
-AdminFactory = Callable[[str], admin.AdminClient]
+#: admin.AdminClient or a stand-in: (web service URL, credentials=AdminCredentials).
+AdminFactory = Callable[..., admin.AdminClient]
 logger = logging.getLogger(__name__)
 
 
@@ -71,7 +74,9 @@ async def reconcile_cluster(body: dict[str, Any], client: kube.KubeClient, admin
     status = dict(plan.status)
     if plan.admin_calls:
         try:
-            async with admins(status["webServiceURL"]) as api:
+            spec = cluster_spec.parse(body)
+            credentials = await admin.credentials_for(spec, client)
+            async with admins(cluster_config.admin_url(spec), credentials=credentials) as api:
                 await api.run(plan.admin_calls)
             status["metadataInitialized"] = True
         except errors.AdminApiError as exc:
@@ -99,6 +104,24 @@ async def resolve_cluster(
     return str(url), name, cluster_status
 
 
+async def cluster_access(body: dict[str, Any], client: kube.KubeClient,
+                         url: str) -> tuple[str, admin.AdminCredentials]:
+    """(admin URL, credentials) for the PulsarCluster a Tenant or Namespace names: its HTTPS
+    URL with spec.tls and its operator token with spec.auth; url as given for a cluster
+    named only by webServiceURL."""
+    ref = (body.get("spec") or {}).get("clusterRef") or {}
+    if not ref.get("name"):
+        return url, admin.NO_CREDENTIALS
+    namespace = (body.get("metadata") or {}).get("namespace") or "default"
+    cluster = await client.get(ObjectRef(naming.API_VERSION, "PulsarCluster", namespace, ref["name"]))
+    if cluster is None:
+        return url, admin.NO_CREDENTIALS
+    spec = cluster_spec.parse(cluster)
+    if spec.tls.enabled and not ref.get("webServiceURL"):
+        url = cluster_config.admin_url(spec)
+    return url, await admin.credentials_for(spec, client)
+
+
 def _status(body: dict[str, Any], conds: list[conditions.Condition], **extra: Any) -> dict[str, Any]:
     generation = (body.get("metadata") or {}).get("generation")
     old = (body.get("status") or {}).get("conditions")
@@ -113,7 +136,8 @@ async def sync_tenant(body: dict[str, Any], client: kube.KubeClient, admins: Adm
     try:
         url, cluster_name, _ = await resolve_cluster(body, client)
         spec = tenant_namespace.parse_tenant(body, cluster_name)
-        async with admins(url) as api:
+        url, credentials = await cluster_access(body, client, url)
+        async with admins(url, credentials=credentials) as api:
             observed = await api.get(tenant_namespace.tenant_path(spec.tenant))
             calls = tenant_namespace.plan_tenant(spec, observed)
             await api.run(calls)
@@ -130,7 +154,8 @@ async def sync_namespace(body: dict[str, Any], client: kube.KubeClient, admins: 
     spec = tenant_namespace.parse_namespace(body)
     try:
         url, _, _ = await resolve_cluster(body, client)
-        async with admins(url) as api:
+        url, credentials = await cluster_access(body, client, url)
+        async with admins(url, credentials=credentials) as api:
             observed = await api.get(spec.path)
             calls = tenant_namespace.plan_namespace(spec, observed)
             await api.run(calls)
@@ -152,7 +177,8 @@ async def delete_in_pulsar(body: dict[str, Any], client: kube.KubeClient, admins
     if not calls:
         return f"{what} kept in Pulsar ({policy})"
     url, _, _ = await resolve_cluster(body, client)
-    async with admins(url) as api:
+    url, credentials = await cluster_access(body, client, url)
+    async with admins(url, credentials=credentials) as api:
         await api.run(calls)
     return f"{what} deleted in Pulsar"
 
