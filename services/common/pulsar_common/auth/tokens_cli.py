@@ -155,18 +155,18 @@ def _token_source(parser: argparse.ArgumentParser) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> Callable[[Any], int]:
     sub = parser.add_subparsers(dest="tokens_command", metavar="<command>", required=True)
     p = sub.add_parser("create-secret-key", help="create a secret key (HMAC)")
-    p.add_argument("-a", "--signature-algorithm", default="HS256", help="HS256, HS384, HS512")
+    p.add_argument("-a", "--signature-algorithm", "--algorithm", default="HS256", help="HS256, HS384, HS512")
     p.add_argument("-o", "--output", help="write the key to this file instead of stdout")
     p.add_argument("-b", "--base64", action="store_true", help="write the key in base64")
     p.set_defaults(tokens_run=create_secret_key)
     p = sub.add_parser("create-key-pair", help="create a private/public key pair (RSA or EC)")
-    p.add_argument("-a", "--signature-algorithm", default="RS256",
+    p.add_argument("-a", "--signature-algorithm", "--algorithm", default="RS256",
                    help="RS256 (default), RS384, RS512, PS256..., ES256, ES384, ES512")
     p.add_argument("--output-private-key", required=True, help="file for the private key")
     p.add_argument("--output-public-key", required=True, help="file for the public key")
     p.set_defaults(tokens_run=create_key_pair)
     p = sub.add_parser("create", help="create a token")
-    p.add_argument("-a", "--signature-algorithm",
+    p.add_argument("-a", "--signature-algorithm", "--algorithm",
                    help="default: HS256 with a secret key, RS256/ES* from a private key")
     p.add_argument("-s", "--subject", required=True, help="the role the token stands for")
     p.add_argument("-e", "--expiry-time", help="relative expiry (e.g. 1h, 3d, 10y); default none")
@@ -179,7 +179,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> Callable[[Any], int]:
     _token_source(p)
     p.set_defaults(tokens_run=show)
     p = sub.add_parser("validate", help="verify a token against a key and print its claims")
-    p.add_argument("-a", "--signature-algorithm", help="accepted for Apache compatibility; "
+    p.add_argument("-a", "--signature-algorithm", "--algorithm", help="accepted for Apache compatibility; "
                    "the algorithm follows the key's type")
     p.add_argument("-sk", "--secret-key", help="secret key: file:///..., data:..., base64")
     p.add_argument("-pk", "--public-key", help="public key: file:///..., data:...")
