@@ -5,6 +5,9 @@ of a compaction (no key lost, no value back)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 import urllib.request
 import uuid
@@ -176,6 +179,35 @@ def test_read_compacted_is_refused_on_shared_subscriptions(standalone, client, t
     with pytest.raises(pulsar.PulsarException):
         client.subscribe(topic, "shared", consumer_type=pulsar.ConsumerType.Shared,
                          is_read_compacted=True)
+
+
+def pulsar_admin(standalone: broker_testing.StandaloneProcess, *args: str) -> str:
+    result = subprocess.run([sys.executable, "-m", "pulsar_broker.admin_cli.main", *args],
+                            env={**os.environ, "PULSAR_ADMIN_URL": standalone.web_url},
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_pulsar_admin_compacts_and_reports_and_sets_the_threshold(standalone, client, topic):
+    producer = client.create_producer(topic, batching_enabled=False)
+    assert "has not been run" in pulsar_admin(standalone, "topics", "compaction-status", topic)
+    for version in range(3):
+        producer.send(f"v{version}".encode(), partition_key="k")
+    assert pulsar_admin(standalone, "topics", "compact", topic).strip() == (
+        f"Topic compaction requested for {topic}")
+    assert pulsar_admin(standalone, "topics", "compaction-status", "-w", topic).strip() == (
+        "Compaction was a success")
+    assert read_compacted(client, topic) == {"k": b"v2"}
+
+    namespace = f"public/cli-{uuid.uuid4().hex[:8]}"
+    pulsar_admin(standalone, "namespaces", "create", namespace)
+    pulsar_admin(standalone, "namespaces", "set-compaction-threshold", "-t", "10M", namespace)
+    assert pulsar_admin(standalone, "namespaces", "get-compaction-threshold",
+                        namespace).strip() == str(10 * 1024 * 1024)
+    pulsar_admin(standalone, "namespaces", "remove-compaction-threshold", namespace)
+    assert pulsar_admin(standalone, "namespaces", "get-compaction-threshold",
+                        namespace).strip() in ("", "null")
 
 
 def test_compacting_a_partitioned_topic_is_refused(standalone, topic):
