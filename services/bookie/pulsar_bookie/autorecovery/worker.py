@@ -2,7 +2,8 @@
 
 A worker lists the marks, claims one with an ephemeral lock key (a worker
 that dies loses its claims with its session), and for each closed fragment
-with a copy on a bookie named in the mark (or being decommissioned):
+with a copy on a bad bookie (named in the mark and still unregistered, or
+registered again but missing entries it should hold, or being decommissioned):
 chooses a replacement with the placement policy, copies the entries, reads
 them back, and swaps the bookie in that fragment's ensemble with a CAS on
 the ledger metadata (re-planned from fresh metadata on a conflict). When no
@@ -31,7 +32,7 @@ from pulsar_common.metadata import errors as metadata_errors
 from pulsar_common.metadata import tasks as metadata_tasks
 
 from pulsar_bookie import errors, types
-from pulsar_bookie.autorecovery import copier, plan, underreplication
+from pulsar_bookie.autorecovery import checker, copier, plan, underreplication
 from pulsar_bookie.client import bookie_rpc, ledger_metadata
 from pulsar_bookie.client.replicated import recovery as ledger_recovery
 from pulsar_bookie.client.replicated.settings import ClientSettings
@@ -168,7 +169,7 @@ class ReplicationWorker:
             await self._marks.remove_unconditionally(ledger_id)
             return True
         draining = await self._marks.decommissioning()
-        bad = frozenset(mark.missing_replicas | (draining & plan.bookies_of(versioned.metadata)))
+        bad = await self._still_bad(mark, versioned, draining)
         for _ in range(REPAIRS_PER_CLAIM_MAX):
             repair_plan = plan.repairs_for(versioned.metadata, bad)
             if repair_plan.open_fragment_affected and not repair_plan.repairs:
@@ -187,6 +188,21 @@ class ReplicationWorker:
                      sorted(mark.missing_replicas))
             return True
         return False  # re-marked meanwhile: the next round looks again
+
+    async def _still_bad(self, mark: underreplication.Mark,
+                         versioned: ledger_metadata.VersionedMetadata,
+                         draining: frozenset[types.BookieId]) -> frozenset[types.BookieId]:
+        """The bookies of the ledger to replace now: those of the mark that are still not
+        registered, those registered again that lack entries they should hold (a bookie
+        whose session only flapped is kept), and those being decommissioned."""
+        metadata = versioned.metadata
+        registered = {b.bookie_id for b in await registration.list_bookies(self._store)}
+        back = mark.missing_replicas & registered
+        lacking = (await checker.bookies_missing_entries(self._pool, metadata,
+                                                         self._settings.timeout_s)
+                   if back else frozenset())
+        return frozenset((mark.missing_replicas - registered) | (back & lacking)
+                         | (draining & plan.bookies_of(metadata)))
 
     async def _recover_open_ledger(
         self, versioned: ledger_metadata.VersionedMetadata

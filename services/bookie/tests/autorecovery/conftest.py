@@ -21,8 +21,9 @@ from pulsar_bookie.service import registration, testing
 from pulsar_common.metadata import api as metadata_api
 from pulsar_common.metadata import factory
 
-#: Short sessions: a killed process's registration or leadership vanishes in about 2 s.
-FAST_SESSION = {"zkTimeout": "2000"}
+#: Short sessions: a killed process's registration or leadership vanishes in about 4 s
+#: (shorter ones expire under load while a process starts).
+FAST_SESSION = {"zkTimeout": "4000"}
 
 
 def payload(ledger_id: int, entry_id: int, size: int = 2048) -> bytes:

@@ -170,3 +170,18 @@ async def test_an_idle_open_ledger_past_the_grace_period_is_fenced_closed_and_re
     assert await assert_fully_replicated(store, pool, live) == 100 * 2
     with pytest.raises(errors.BookieError):
         await writer.append(payload(writer.ledger_id, 100))  # fenced: the writer is told
+
+
+async def test_a_mark_naming_a_bookie_that_came_back_with_its_data_is_dropped_without_copies(
+    cluster: Cluster, store: metadata_api.MetadataStore,
+    ledgers: replicated.ReplicatedLedgerClient,
+) -> None:
+    await asyncio.to_thread(cluster.start_bookies, 4)
+    [ledger_id] = await write_closed_ledgers(ledgers, count=1, entries=50)
+    before = await ledgers.get_ledger_metadata(ledger_id)
+    # As the auditor leaves it when a bookie's session flapped: marked, yet back with its data.
+    marks = underreplication.UnderReplicationStore(store)
+    await marks.mark(ledger_id, [before.ensembles[0].ensemble[0]], now_ms=0)
+    await asyncio.to_thread(cluster.start_autorecovery, {"lostBookieRecoveryDelay": "3600"})
+    await eventually(lambda: no_marks(store), 30, "the mark is dropped")
+    assert await ledgers.get_ledger_metadata(ledger_id) == before
