@@ -100,16 +100,19 @@ class LoadManager:
         self.last_report = sample
         figures = sample.to_json()
         max_age_ms = self.service.config.load_balancer_report_update_max_interval_minutes * 60_000
-        if not (force or self._written is None or sample.last_update_ms - self._written_at_ms
-                >= max_age_ms or self._changed(figures)):
-            return False
         path = f"{registry.BROKERS_ROOT}/{self.service.broker_id}"
         store = self.service.resources.store
         found = await store.get(path)
         if found is None:
             return False  # Not registered (its session was lost): registration comes first.
+        registered = json.loads(found.value)
+        # A registration without figures was just (re)created: it needs them whatever changed.
+        if not (force or self._written is None or "lastUpdate" not in registered
+                or sample.last_update_ms - self._written_at_ms >= max_age_ms
+                or self._changed(figures)):
+            return False
         # The registration's own fields (URLs, listeners, TLS URLs) stay as registered.
-        value = {**json.loads(found.value),
+        value = {**registered,
                  **{k: v for k, v in figures.items() if k not in _REGISTRATION_KEYS}}
         try:
             await store.put(path, json.dumps(value).encode(), found.stat.version, ephemeral=True)
