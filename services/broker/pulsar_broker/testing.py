@@ -353,6 +353,8 @@ class RecordingConnection:
         self.sent: list[Any] = []
         #: (consumer id, position, redelivery count) per MESSAGE, in order.
         self.messages: list[tuple[int, Any, int]] = []
+        #: The ack_set of each MESSAGE (None for an entry with nothing acknowledged yet).
+        self.ack_sets: list[Any] = []
         self.active: dict[int, bool] = {}
         self.closed_consumers: list[int] = []
 
@@ -360,6 +362,7 @@ class RecordingConnection:
                      data: bytes, partition: int, ack_set: Any = None) -> None:
         self.sent.append(position)
         self.messages.append((consumer_id, position, redelivery_count))
+        self.ack_sets.append(ack_set)
 
     def send_active_consumer_change(self, consumer_id: int, is_active: bool) -> None:
         self.active[consumer_id] = is_active
