@@ -1,6 +1,7 @@
 """A broker validating RS256 tokens with `tokenPublicKey`, keys and tokens made by `pulsar
-tokens`: real tokens work; a token signed with HMAC using the public key as its secret, or
-with `alg: none`, is refused on both front doors."""
+tokens`, and an `anonymousUserRole`: real tokens work; a token signed with HMAC using the
+public key as its secret, or with `alg: none`, is refused on both front doors (never
+downgraded to the anonymous role); clients without credentials act as the anonymous role."""
 
 from __future__ import annotations
 
@@ -49,14 +50,15 @@ class Broker:
     def token(self, role: str) -> str:
         return tokens_cli("create", "--private-key", f"file://{self.private}", "-s", role)
 
-    def connect(self, token: str) -> pb.BaseCommand:
+    def connect(self, token: str | None) -> pb.BaseCommand:
         import socket
         with socket.create_connection(("127.0.0.1", self.process.broker_port), timeout=10) as s:
             command = T(type=T.CONNECT)
             command.connect.client_version = "raw-test"
             command.connect.protocol_version = 20
-            command.connect.auth_method_name = "token"
-            command.connect.auth_data = token.encode()
+            if token is not None:
+                command.connect.auth_method_name = "token"
+                command.connect.auth_data = token.encode()
             s.sendall(frame.encode_command(command))
             decoder = frame.FrameDecoder()
             while True:
@@ -66,9 +68,13 @@ class Broker:
                 if frames:
                     return frames[0].command
 
-    def http_status(self, token: str) -> int:
-        request = urllib.request.Request(f"{self.process.web_url}/admin/v2/tenants",
-                                         headers={"Authorization": f"Bearer {token}"})
+    def http_status(self, token: str | None, path: str = "/admin/v2/tenants",
+                    method: str = "GET", body: bytes | None = None) -> int:
+        headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        request = urllib.request.Request(f"{self.process.web_url}{path}", data=body,
+                                         method=method, headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=30) as reply:
                 return int(reply.status)
@@ -89,6 +95,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
         "tokenPublicKey": f"file://{public}",
         "authorizationEnabled": "true",
         "superUserRoles": "admin",
+        "anonymousUserRole": "guest",
         "journalSyncData": "false",
     })
     process.extra_arguments = ["--no-functions-worker"]
@@ -124,3 +131,19 @@ def test_public_key_as_hmac_secret_and_alg_none_are_refused(broker: Broker) -> N
         reply = broker.connect(token)
         assert reply.type == T.ERROR and reply.error.error == pb.AuthenticationError, reply
         assert broker.http_status(token) == 401
+
+
+def test_clients_without_credentials_act_as_the_anonymous_role(broker: Broker) -> None:
+    assert broker.connect(None).type == T.CONNECTED
+    assert broker.http_status(None) == 403  # authenticated as guest, not a superuser
+    topic = "persistent://public/default/for-guests"
+    anonymous = pulsar.Client(broker.process.service_url, operation_timeout_seconds=10)
+    try:
+        with pytest.raises(pulsar.AuthorizationError):
+            anonymous.create_producer(topic)
+        assert broker.http_status(broker.token("admin"),
+                                  "/admin/v2/namespaces/public/default/permissions/guest",
+                                  "POST", b'["produce"]') == 204
+        anonymous.create_producer(topic).send(b"from a guest")
+    finally:
+        anonymous.close()
