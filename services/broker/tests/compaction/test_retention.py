@@ -42,8 +42,10 @@ def compact(entries: list[tuple[ml.Position, bytes]], retain_null_key: bool = Fa
     """Run both phases; the surviving (key -> value) of the rewritten entries."""
     latest = retention.LatestByKey()
     for position, data in entries:
-        for message in retention.keyed_messages(retention.open_entry(position, data)):
-            latest.add(message)
+        # Phase one as the compactor runs it: the fast path, which must agree with the
+        # message-by-message one.
+        assert latest.add_entry(position, data) == len(
+            retention.keyed_messages(retention.open_entry(position, data)))
     survivors: dict[str | None, bytes] = {}
     for position, data in entries:
         kept = retention.compact_entry(retention.open_entry(position, data), latest,
@@ -105,3 +107,19 @@ def test_a_rewritten_batch_is_uncompressed_and_counts_its_survivors():
     assert metadata.num_messages_in_batch == 2
     assert metadata.compression == pb.NONE
     assert [m.payload for m in messages] == [b"1", b"2"]
+
+
+def test_the_fast_and_the_message_by_message_phase_one_agree():
+    entries = [batched(0, [("a", b"1"), ("b", b"1"), (None, b"x")]), single(1, "a", b""),
+               batched(2, [("b", b""), ("c", b"3"), ("b", b"4")]), single(3, "d", b"5")]
+    fast, slow = retention.LatestByKey(), retention.LatestByKey()
+    for position, data in entries:
+        fast.add_entry(position, data)
+        for message in retention.keyed_messages(retention.open_entry(position, data)):
+            slow.add(message)
+    assert fast.positions() == slow.positions() == {ml.Position(1, 2), ml.Position(1, 3)}
+    assert len(fast) == len(slow) == 3  # b, c, d; a was deleted
+
+
+def test_an_unreadable_entry_is_left_to_the_slow_path():
+    assert retention.LatestByKey().add_entry(ml.Position(1, 0), b"\x00\x00\x00\x09bad") is None

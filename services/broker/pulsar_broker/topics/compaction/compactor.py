@@ -183,15 +183,13 @@ class TopicCompaction:
         whole: set[ml.Position] = set()
         read = 0
         async for raw in self._entries(previous, after, end):
-            entry = retention.readable(raw.position, raw.data)
-            if entry is None:
+            count = latest.add_entry(raw.position, raw.data)
+            if count is not None:
+                read += count
                 continue
-            if entry.messages is None:
+            entry = retention.readable(raw.position, raw.data)
+            if entry is not None and entry.messages is None:
                 whole.add(entry.position)
-            messages = retention.keyed_messages(entry)
-            read += len(messages)
-            for message in messages:
-                latest.add(message)
         wanted = None if self.retain_null_key else latest.positions() | whole
         handle, positions, kept = await self._write(previous, after, end, latest, wanted)
         properties = dict(cursor.properties)

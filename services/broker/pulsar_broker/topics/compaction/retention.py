@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from pulsar_common.wire import batch, errors
+from google.protobuf import message as _message
+
+from pulsar_common.wire import batch, compression, errors
 from pulsar_common.wire import entry as wire_entry
 from pulsar_common.wire import pulsar_api_pb2 as pb
 
@@ -25,8 +28,9 @@ from pulsar_broker.managed_ledger import api as ml
 _U32 = struct.Struct(">I")
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class MessageRef:
+class MessageRef(NamedTuple):
+    """One message: its entry's position and its index in the batch (-1: not a batch)."""
+
     position: ml.Position
     batch_index: int
 
@@ -54,6 +58,42 @@ class LatestByKey:
             self._latest.pop(message.key, None)
         else:
             self._latest[message.key] = message.ref
+
+    def add_entry(self, position: ml.Position, data: bytes) -> int | None:
+        """Phase one's fast path for a whole entry: its messages' keys go in without
+        building a message object each (nor copying payloads). Returns how many
+        messages it held, or None when it cannot be read inside (an encrypted batch, or
+        an entry no client could read): the caller decides with open_entry."""
+        try:
+            metadata = wire_entry.parse_entry_metadata(data)
+            if len(metadata.encryption_keys) > 0:
+                return None
+            raw = wire_entry.entry_payload(data)
+            if not wire_entry.is_batch(metadata):
+                key = metadata.partition_key if metadata.HasField("partition_key") else None
+                self.add(KeyedMessage(MessageRef(position, -1), key,
+                                      metadata.null_value or len(raw) == 0))
+                return 1
+            payload = memoryview(compression.decompress(
+                metadata.compression, raw, metadata.uncompressed_size))
+            count = metadata.num_messages_in_batch
+            single = pb.SingleMessageMetadata()
+            offset = 0
+            for index in range(count):
+                (size,) = _U32.unpack_from(payload, offset)
+                single.ParseFromString(payload[offset + 4:offset + 4 + size])
+                offset += 4 + size + single.payload_size
+                if offset > len(payload):
+                    raise errors.BatchFormatError("a message runs past the batch")
+                if not single.HasField("partition_key"):
+                    continue
+                if single.null_value or single.payload_size == 0:
+                    self._latest.pop(single.partition_key, None)
+                else:
+                    self._latest[single.partition_key] = MessageRef(position, index)
+            return count
+        except (errors.WireError, struct.error, _message.DecodeError):
+            return None
 
     def positions(self) -> set[ml.Position]:
         """The entries holding a latest message: phase two can skip every other one
