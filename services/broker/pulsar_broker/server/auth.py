@@ -7,7 +7,8 @@ Credentials that expire (a JWT's `exp`) are checked every
 `authenticationRefreshCheckSeconds`: once expired, the broker sends
 AUTH_CHALLENGE; the client answers AUTH_RESPONSE with fresh credentials (the
 official clients ask their token supplier again), which must prove the same
-role. A connection still unrefreshed at the next check is closed.
+role. A connection still unrefreshed at the next check is closed, and so is, at once, a
+client whose CONNECT did not announce `supports_auth_refresh`.
 
 A proxy (a role in `proxyRoles`) names the client it forwards in
 `original_principal`; both roles must then be authorized for every command.
@@ -48,6 +49,9 @@ class ConnectionSecurity:
         self.roles: tuple[str, ...] | None = None
         self._refresh: asyncio.TimerHandle | None = None
         self._challenge_pending = False
+        #: The client said it answers AUTH_CHALLENGE (CONNECT feature_flags); others are
+        #: closed once their credentials expire, as Apache does.
+        self._refreshable = False
 
     def _peer_certificate(self) -> credentials.PeerCertificate | None:
         transport = self.cnx.transport
@@ -79,6 +83,7 @@ class ConnectionSecurity:
             self._refuse(f"Unable to authenticate: {exc}")
             return False
         self.authenticated, self.roles = found, roles
+        self._refreshable = connect.feature_flags.supports_auth_refresh
         log.info("%s authenticated as %s (%s)", self.cnx.remote_address, ", ".join(roles),
                  found.method)
         self._schedule_refresh_check()
@@ -105,6 +110,9 @@ class ConnectionSecurity:
             self._refuse("credentials expired and were not refreshed in time")
             return
         if self.authenticated.expired(self.guard.clock()):
+            if not self._refreshable:
+                self._refuse("credentials expired and this client cannot refresh them")
+                return
             self._challenge_pending = True
             challenge = pb.CommandAuthChallenge(
                 server_version=commands.SERVER_VERSION,

@@ -83,7 +83,8 @@ class Secured:
         return name
 
     def raw_connect(self, method: str | None, data: bytes = b"",
-                    original_principal: str | None = None) -> tuple[socket.socket, Any]:
+                    original_principal: str | None = None,
+                    supports_auth_refresh: bool = False) -> tuple[socket.socket, Any]:
         """CONNECT by hand with any method name; the socket and the broker's first reply."""
         sock = socket.create_connection(("127.0.0.1", self.process.broker_port), timeout=10)
         command = pb.BaseCommand(type=pb.BaseCommand.CONNECT)
@@ -94,6 +95,7 @@ class Secured:
             command.connect.auth_data = data
         if original_principal is not None:
             command.connect.original_principal = original_principal
+        command.connect.feature_flags.supports_auth_refresh = supports_auth_refresh
         sock.sendall(frame.encode_command(command))
         decoder = frame.FrameDecoder()
         while True:

@@ -9,6 +9,8 @@ import uuid
 
 import pulsar
 import pytest
+from pulsar_common.wire import frame
+from pulsar_common.wire import pulsar_api_pb2 as pb
 
 #: The standalone checks expiring credentials every second (authenticationRefreshCheckSeconds).
 TOKEN_LIFETIME_S = 2
@@ -61,3 +63,51 @@ def test_a_client_that_cannot_refresh_is_disconnected_and_refused(secured) -> No
     assert stored[0] == b"while valid"
     log = secured.process.log_text()
     assert "Unable to refresh credentials" in log or "not refreshed in time" in log
+
+
+def _read(sock) -> pb.BaseCommand:
+    decoder = frame.FrameDecoder()
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed by the broker")
+        for received in decoder.feed(chunk):
+            if received.command.type == pb.BaseCommand.PING:
+                sock.sendall(frame.encode_command(pb.BaseCommand(type=pb.BaseCommand.PONG)))
+                continue
+            return received.command
+
+
+def test_refreshed_credentials_must_name_the_same_role(secured) -> None:
+    sock, reply = secured.raw_connect(
+        "token", secured.token("first-role", expires_in_s=TOKEN_LIFETIME_S).encode(),
+        supports_auth_refresh=True)
+    try:
+        assert reply.type == pb.BaseCommand.CONNECTED
+        sock.settimeout(TOKEN_LIFETIME_S + 10)
+        challenge = _read(sock)
+        assert challenge.type == pb.BaseCommand.AUTH_CHALLENGE
+        assert challenge.authChallenge.challenge.auth_method_name == "token"
+        response = pb.BaseCommand(type=pb.BaseCommand.AUTH_RESPONSE)
+        response.authResponse.response.auth_method_name = "token"
+        response.authResponse.response.auth_data = secured.token("other-role").encode()
+        sock.sendall(frame.encode_command(response))
+        refusal = _read(sock)
+        assert refusal.type == pb.BaseCommand.ERROR
+        assert refusal.error.error == pb.AuthenticationError
+        assert secured.closed(sock)
+    finally:
+        sock.close()
+
+
+def test_a_client_without_refresh_support_is_closed_when_its_token_expires(secured) -> None:
+    sock, reply = secured.raw_connect(
+        "token", secured.token("old-client", expires_in_s=TOKEN_LIFETIME_S).encode())
+    try:
+        assert reply.type == pb.BaseCommand.CONNECTED
+        sock.settimeout(TOKEN_LIFETIME_S + 10)
+        refusal = _read(sock)
+        assert refusal.type == pb.BaseCommand.ERROR, refusal
+        assert secured.closed(sock)
+    finally:
+        sock.close()
