@@ -130,7 +130,12 @@ class LoadManager:
             old, new = float(self._written[key]), float(figures[key])
             if abs(new - old) > threshold * max(abs(old), 1.0):
                 return True
-        for resource in ("cpu", "memory", "bandwidthIn", "bandwidthOut"):
+        weights = self.shedding_settings
+        for resource, weight in (("cpu", weights.cpu_weight), ("memory", weights.memory_weight),
+                                 ("bandwidthIn", weights.bandwidth_in_weight),
+                                 ("bandwidthOut", weights.bandwidth_out_weight)):
+            if weight <= 0:
+                continue  # The planner ignores it: its changes need no new report.
             old_usage = model.ResourceUsage.from_json(self._written[resource]).percent
             new_usage = model.ResourceUsage.from_json(figures[resource]).percent
             if abs(new_usage - old_usage) > 100.0 * threshold:

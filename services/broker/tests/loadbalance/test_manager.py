@@ -3,6 +3,7 @@ a leader round carrying the planner's decisions out as admin calls."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import types
 from collections.abc import AsyncIterator
@@ -56,7 +57,9 @@ def fake_service(store: md.MetadataStore, calls: Calls, **conf: Any) -> BrokerSe
 async def test_figures_are_written_once_and_again_into_a_recreated_registration(
         store: md.MetadataStore) -> None:
     await registry.register(store, ME, URLS, "c", "v")
-    load = manager.LoadManager(fake_service(store, Calls()))
+    # CPU and memory usage move between two quick samples; with weight 0 they do not count.
+    load = manager.LoadManager(fake_service(store, Calls(), load_balancer_cpu_resource_weight=0.0,
+                                            load_balancer_memory_resource_weight=0.0))
     assert await load.publish()
     assert not await load.publish()  # nothing changed: not rewritten
     await registry.register(store, ME, URLS, "c", "v")  # as after a new metadata session
@@ -96,3 +99,32 @@ async def test_a_leader_round_unloads_from_the_busy_broker_to_the_idle_one(
         ("PUT", "http://busy:80", f"/admin/v2/namespaces/{u.bundle}/unload?destinationBroker=idle%3A80")
         for u in decided.unloads]
     assert await load.run_round() is None  # too soon after a change: reports not settled
+
+
+async def test_when_the_leader_goes_another_broker_leads(etcd_url: str) -> None:
+    stores = [await factory.create_store(etcd_url, session_timeout_s=2.0) for _ in range(2)]
+    managers = [manager.LoadManager(fake_service(
+        s, Calls(), load_balancer_shedding_interval_seconds=0.1,
+        load_balancer_enabled=False)) for s in stores]
+    try:
+        for load in managers:
+            await load.start()
+        await wait_for(lambda: any(m.election.is_leader for m in managers))
+        leader = next(m for m in managers if m.election.is_leader)
+        other = next(m for m in managers if m is not leader)
+        assert not other.election.is_leader
+        await leader.close()
+        await stores[managers.index(leader)].close()
+        await wait_for(lambda: other.election.is_leader)
+        assert await other.leader() == {"serviceUrl": URLS.http_url, "brokerId": ME}
+    finally:
+        for load in managers:
+            await load.close()
+        for s in stores:
+            await s.close()
+
+
+async def wait_for(condition: Any, timeout_s: float = 20.0) -> None:
+    async with asyncio.timeout(timeout_s):
+        while not condition():
+            await asyncio.sleep(0.05)
