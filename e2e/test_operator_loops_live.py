@@ -6,6 +6,8 @@ the module; the tests run in order, as an operator of the cluster would live the
 - lose a bookie with its disk (its pod killed, its volumes emptied): the auditor and replication
   workers bring every ledger back to its write quorum on the three others, the operator
   forgets the lost bookie's cookie and the pod comes back as a new, empty bookie;
+- roll the bookies (a config change): recovery is paused (lostBookieRecoveryDelay raised)
+  before the first pod restarts and restored after, and nothing is re-replicated;
 - lower spec.bookkeeper.replicas 4 -> 3 while a producer keeps sending, SIGKILL the
   operator in the middle of the decommission and start it again: bookie 3 is drained
   before its pod goes, nothing is under-replicated when it goes, and every acknowledged
@@ -239,6 +241,34 @@ async def test_a_bookie_lost_with_its_volume_is_recovered_and_replaced(live: Liv
     recovery = cluster["status"]["autoRecovery"]
     print(f"\nBOOKIE LOST: recovery took {recovery['lastRecoverySeconds']} s by the status, "
           f"replaced and ready {elapsed:.1f} s after the loss")
+
+
+async def test_a_rolling_restart_of_the_bookies_pauses_recovery_and_restores_it(live: Live) -> None:
+    before = (await live.pulsar())["status"]["autoRecovery"]
+    started = time.monotonic()
+    await live.kubectl("patch", "pulsarcluster", CLUSTER, "--type", "merge", "-p", json.dumps(
+        {"spec": {"bookkeeper": {"config": {"gcWaitTime": "600000"}}}}))
+    await live.wait(CLUSTERS, CLUSTER, lambda o: (o.get("status") or {}).get("autoRecovery", {})
+                    .get("pausedForRollout") is True, "recovery paused", LOOP_TIMEOUT_S)
+    status, body = await live.bookie_http("/api/v1/autorecovery/lost_bookie_recovery_delay")
+    assert status == 200 and body.strip().endswith("1800"), body
+
+    def rolled(sts: dict[str, Any]) -> bool:
+        s = sts.get("status") or {}
+        return s.get("currentRevision") == s.get("updateRevision") and s.get("readyReplicas") == 4
+
+    await live.wait(api.STATEFUL_SETS, f"{CLUSTER}-bookie", rolled, "every bookie restarted", LOOP_TIMEOUT_S)
+    after = await live.wait(CLUSTERS, CLUSTER, lambda o: (o.get("status") or {}).get("autoRecovery", {})
+                            .get("pausedForRollout") is False, "recovery resumed", LOOP_TIMEOUT_S)
+    elapsed = time.monotonic() - started
+    status, body = await live.bookie_http("/api/v1/autorecovery/lost_bookie_recovery_delay")
+    assert status == 200 and body.strip().endswith(" 2"), body
+    # No bookie restarted by the rollout was taken for lost: nothing was re-replicated.
+    assert after["status"]["autoRecovery"].get("recoveriesCompleted") == before.get("recoveriesCompleted")
+    assert after["status"]["autoRecovery"].get("recoveringSinceMs") is None
+    reasons = await live.events()
+    assert {"RecoveryPaused", "RecoveryResumed"} <= set(reasons), reasons
+    print(f"\nROLLING RESTART: 4 bookies rolled with recovery paused, resumed {elapsed:.1f} s after the change")
 
 
 async def test_four_to_three_bookies_drains_before_removal_survives_an_operator_kill_and_loses_nothing(

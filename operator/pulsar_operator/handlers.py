@@ -144,9 +144,10 @@ def _register_cluster(registry: kopf.OperatorRegistry, runtime: Runtime, interva
 
         async with runtime.lock(body):
             plain = services.plain(body)
+            rollout = await runner.pause_before_rollout(plain, runtime.client())
             status = await services.reconcile_cluster(plain, runtime.client(), admin.AdminClient)
             status = await runner.run(plain, status, runtime.client(), post, services.now_iso(),
-                                      balancing=runtime.balancing(body))
+                                      balancing=runtime.balancing(body), rollout=rollout)
         _set_status(patch, body, status)
 
     _changes(registry, "cluster", reconcile, "reconcile")

@@ -196,7 +196,8 @@ def _counters(old: dict[str, Any], outcome: decommission.Outcome) -> dict[str, A
 
 
 async def step(body: dict[str, Any], spec: cluster_spec.ClusterSpec, client: Objects,
-               admins: Callable[[list[str]], bookie_admin.BookieAdmin], now_ms: int) -> Result | None:
+               admins: Callable[[list[str]], bookie_admin.BookieAdmin], now_ms: int,
+               rollout: bool = False) -> Result | None:
     """One step of both bookie loops; None (nothing observed, nothing done) until the bookie
     StatefulSet exists and one of its bookies is ready to answer."""
     result = Result()
@@ -212,19 +213,19 @@ async def step(body: dict[str, Any], spec: cluster_spec.ClusterSpec, client: Obj
     seen = Observation(pods, admin)
     progress = decommission.Progress.of(old.get("decommission"))
     await seen.read({progress.ordinal} if progress else set())
-    await _autorecovery_step(spec, sts, seen, old, now_ms, result)
+    await _autorecovery_step(spec, sts, seen, old, now_ms, result, rollout)
     await _decommission_step(spec, client, sts, seen, old, now_ms, result)
     return result
 
 
 async def _autorecovery_step(spec: cluster_spec.ClusterSpec, sts: dict[str, Any], seen: Observation,
-                             old: dict[str, Any], now_ms: int, result: Result) -> None:
+                             old: dict[str, Any], now_ms: int, result: Result, rollout: bool) -> None:
     replicas = int((sts.get("spec") or {}).get("replicas") or 0)
     delay = await seen.admin.recovery_delay()
     state = autorecovery.State(
         enabled=bool(spec.auto_recovery.get("enabled", True)),
         delay_s=int(spec.auto_recovery.get("lostBookieRecoveryDelaySeconds", 60)),
-        rolling=rolling(sts),
+        rolling=rollout or rolling(sts),
         bookies=[autorecovery.Bookie(p.ordinal, p.bookie_id, p.exists, p.ready, seen.registered(p.bookie_id),
                                      seen.ledgers_on(p.bookie_id)) for p in seen.pods if p.ordinal < replicas],
         under_replicated=seen.under_replicated, current_delay_s=delay,

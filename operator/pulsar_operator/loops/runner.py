@@ -16,7 +16,7 @@ from typing import Any
 
 from pulsar_common import errors as common_errors
 
-from pulsar_operator import cluster_config, cluster_spec, conditions, errors, naming
+from pulsar_operator import cluster_config, cluster_reconcile, cluster_spec, conditions, diffing, errors, naming
 from pulsar_operator.loops import autorecovery, bookie_admin, decommission, driver, rebalance, report
 from pulsar_operator.plan import ObjectRef
 
@@ -36,6 +36,36 @@ def _announcements(old: list[dict[str, Any]], new: list[conditions.Condition]) -
             kind = report.WARNING if cond.reason in ("Refused", "DrainTimedOut", "Retrying") else report.NORMAL
             result.append(report.Event(kind, f"{cond.type}{cond.reason}", cond.message or cond.reason))
     return result
+
+
+async def pause_before_rollout(body: dict[str, Any], client: driver.Objects,
+                               admins: AdminFactory = bookie_admin.HttpBookieAdmin) -> bool:
+    """Called before a reconcile applies its objects: when it is about to change the bookie pod
+    template (a rolling restart), raise lostBookieRecoveryDelay first, so the first pod restarted
+    is not taken for lost. True when a rollout is about to start (the autorecovery step then
+    treats the StatefulSet as rolling until its status says so)."""
+    if cluster_spec.validate(body):
+        return False
+    spec = cluster_spec.parse(body)
+    ref = ObjectRef("apps/v1", "StatefulSet", spec.namespace, naming.child_name(spec.name, naming.BOOKIE))
+    live = await client.get(ref)
+    if live is None or not bool(spec.auto_recovery.get("enabled", True)):
+        return False
+    replicas = int((live.get("spec") or {}).get("replicas") or 0)
+    desired = next(o for o in cluster_reconcile.desired_objects(body, spec, replicas)
+                   if o["kind"] == "StatefulSet" and o["metadata"]["name"] == ref.name)
+    template = {"kind": "PodTemplateSpec", **desired["spec"]["template"]}
+    if diffing.merge_patch(template, (live.get("spec") or {}).get("template") or {}) is None:
+        return False
+    urls = [driver.bookie_address(spec, i)[1] for i in range(replicas)]
+    admin = admins(urls)
+    try:
+        await admin.set_recovery_delay(autorecovery.ROLLING_PAUSE_DELAY_S)
+    except errors.OperatorError as exc:
+        logger.warning("could not pause recovery before the bookies roll: %s", exc)
+    finally:
+        await admin.close()
+    return True
 
 
 async def ready_brokers(spec: cluster_spec.ClusterSpec, client: driver.Objects) -> list[str]:
@@ -81,9 +111,10 @@ async def _rebalance(spec: cluster_spec.ClusterSpec, client: driver.Objects, mem
 
 async def run(body: dict[str, Any], status: dict[str, Any], client: driver.Objects, post_event: PostEvent,
               now: str, admins: AdminFactory = bookie_admin.HttpBookieAdmin,
-              balancing: rebalance.Memory | None = None) -> dict[str, Any]:
+              balancing: rebalance.Memory | None = None, rollout: bool = False) -> dict[str, Any]:
     """`status` with the loops' part added (unchanged when the spec is invalid). `balancing` is
-    this cluster's rebalancing memory (None: no rebalancing step)."""
+    this cluster's rebalancing memory (None: no rebalancing step); `rollout` says this reconcile
+    started a rolling restart of the bookies (see pause_before_rollout)."""
     if cluster_spec.validate(body):
         return status
     spec = cluster_spec.parse(body)
@@ -94,7 +125,8 @@ async def run(body: dict[str, Any], status: dict[str, Any], client: driver.Objec
         return opened[-1]
 
     try:
-        result = await driver.step(body, spec, client, factory, int(time.time() * 1000)) or driver.Result()
+        result = (await driver.step(body, spec, client, factory, int(time.time() * 1000), rollout=rollout)
+                  or driver.Result())
         if balancing is not None:
             await _rebalance(spec, client, balancing, body.get("status") or {}, result)
     except errors.OperatorError as exc:
