@@ -10,7 +10,6 @@ import gc
 import logging
 import pathlib
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 from pulsar_broker import testing as broker_testing
@@ -21,21 +20,6 @@ from pulsar_broker.topics.persistent_topic import PersistentTopic
 from pulsar_common import naming
 
 NAME = "persistent://public/default/concurrent-subscribe"
-
-
-class Connection:
-    remote_address = "test"
-    writable = True
-
-    def send_message(self, consumer_id: int, position: ml.Position, redelivery_count: int,
-                     data: bytes, partition: int, ack_set: Any = None) -> None:
-        pass
-
-    def send_active_consumer_change(self, consumer_id: int, is_active: bool) -> None:
-        pass
-
-    def send_close_consumer(self, consumer_id: int) -> None:
-        pass
 
 
 @pytest.fixture
@@ -61,7 +45,7 @@ async def test_no_dispatcher_task_is_destroyed_pending(
     subscriptions = await asyncio.gather(*(
         topic.subscribe("sub", SubType.SHARED, True, ml.InitialPosition.EARLIEST, None, False)
         for _ in range(2)))
-    consumers = [Consumer(Connection(), i, f"c{i}", SubType.SHARED, 0, -1, 0) for i in range(2)]
+    consumers = [Consumer(broker_testing.RecordingConnection(), i, f"c{i}", SubType.SHARED, 0, -1, 0) for i in range(2)]
     for subscription, consumer in zip(subscriptions, consumers, strict=True):
         subscription.add_consumer(consumer)
     await asyncio.sleep(0)  # the dispatchers' tasks start and wait for permits

@@ -10,7 +10,6 @@ import pathlib
 import struct
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 import pytest
 from pulsar_broker import testing as broker_testing
@@ -21,26 +20,6 @@ from pulsar_broker.subscriptions.subscription import Subscription
 from pulsar_common.wire import pulsar_api_pb2 as pb
 
 NAME = "public/default/persistent/unreadable"
-
-
-class Connection:
-    """Records the entries a consumer was sent."""
-
-    remote_address = "test"
-    writable = True
-
-    def __init__(self) -> None:
-        self.sent: list[ml.Position] = []
-
-    def send_message(self, consumer_id: int, position: ml.Position, redelivery_count: int,
-                     data: bytes, partition: int, ack_set: Any = None) -> None:
-        self.sent.append(position)
-
-    def send_active_consumer_change(self, consumer_id: int, is_active: bool) -> None:
-        pass
-
-    def send_close_consumer(self, consumer_id: int) -> None:
-        pass
 
 
 def good(sequence_id: int) -> bytes:
@@ -82,7 +61,7 @@ async def test_unreadable_entries_are_skipped_and_the_good_ones_delivered(
         wanted.append(await ledger.add_entry(good(len(wanted))))
     cursor = await ledger.open_cursor(f"sub-{sub_type.name}", ml.InitialPosition.EARLIEST)
     subscription = Subscription(NAME, cursor.name, cursor, sub_type, -1, 100)
-    cnx = Connection()
+    cnx = broker_testing.RecordingConnection()
     consumer = Consumer(cnx, 1, "c", sub_type, 0, -1, 0)
     subscription.add_consumer(consumer)
     consumer.flow(1000)
