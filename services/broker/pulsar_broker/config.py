@@ -290,6 +290,9 @@ class BrokerConfig:
         "Only Apache's default provider is supported")
     super_user_roles: tuple[str, ...] = setting(
         "superUserRoles", (), "Roles allowed everything (comma separated)")
+    authorization_allow_wildcards_matching: bool = setting(
+        "authorizationAllowWildcardsMatching", False,
+        "Granted roles ending or starting with * match roles by prefix or suffix")
     proxy_roles: tuple[str, ...] = setting(
         "proxyRoles", (),
         "Roles of proxies: their connections are authorized as the client they forward "

@@ -59,10 +59,13 @@ class Grants:
         default_factory=dict)
     subscription_auth_roles: Mapping[str, frozenset[str]] = dataclasses.field(
         default_factory=dict)
+    #: Granted roles ending or starting with `*` match by prefix or suffix
+    #: (authorizationAllowWildcardsMatching).
+    wildcards: bool = False
 
     @classmethod
     def of(cls, superusers: Iterable[str], tenant: Mapping[str, Any] | None,
-           policies: Mapping[str, Any] | None) -> Grants:
+           policies: Mapping[str, Any] | None, wildcards: bool = False) -> Grants:
         """From the tenant record (adminRoles) and the namespace policies (auth_policies);
         None for a record that does not exist."""
         auth = (policies or {}).get("auth_policies") or {}
@@ -72,7 +75,8 @@ class Grants:
             {topic: _role_actions(roles)
              for topic, roles in (auth.get("destination_auth") or {}).items()},
             {sub: frozenset(roles or ())
-             for sub, roles in (auth.get("subscription_auth_roles") or {}).items()})
+             for sub, roles in (auth.get("subscription_auth_roles") or {}).items()},
+            wildcards)
 
 
 def _role_actions(value: Any) -> dict[str, frozenset[str]]:
@@ -99,13 +103,36 @@ def is_tenant_admin(grants: Grants, role: str) -> bool:
     return is_superuser(grants, role) or role in grants.tenant_admins
 
 
+def role_matches(granted: str, role: str, wildcards: bool) -> bool:
+    """Whether a granted role names role: exactly, or with wildcards on, `prefix*` or
+    `*suffix` (Apache's authorizationAllowWildcardsMatching; a lone `*` is every role)."""
+    if granted == role:
+        return True
+    if not wildcards or not granted:
+        return False
+    if granted.endswith("*"):
+        return role.startswith(granted[:-1])
+    if granted.startswith("*"):
+        return role.endswith(granted[1:])
+    return False
+
+
+def _granted(by_role: Mapping[str, frozenset[str]], role: str, action: str,
+             wildcards: bool) -> bool:
+    if action in by_role.get(role, ()):
+        return True
+    return wildcards and any(action in actions and role_matches(granted, role, True)
+                             for granted, actions in by_role.items())
+
+
 def has_action(grants: Grants, role: str, topic: naming.TopicName | None, action: str) -> bool:
-    if action in grants.namespace_auth.get(role, ()):
+    if _granted(grants.namespace_auth, role, action, grants.wildcards):
         return True
     if topic is None:
         return False
     names = {str(topic), str(topic.partitioned_topic_name)}
-    return any(action in grants.destination_auth.get(name, {}).get(role, ()) for name in names)
+    return any(_granted(grants.destination_auth.get(name, {}), role, action, grants.wildcards)
+               for name in names)
 
 
 def tenant_operation(grants: Grants, role: str) -> Decision:

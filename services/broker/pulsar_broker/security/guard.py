@@ -65,6 +65,7 @@ class SecurityGuard:
         self.authorization_enabled = config.authorization_enabled
         self.refresh_check_s = float(config.authentication_refresh_check_seconds)
         self.superusers = frozenset(config.super_user_roles)
+        self.wildcards = config.authorization_allow_wildcards_matching
         self.proxy_roles = frozenset(config.proxy_roles)
         self.authentication = (auth_service.AuthenticationService.from_settings(
             authentication_settings(config)) if config.authentication_enabled else None)
@@ -94,7 +95,7 @@ class SecurityGuard:
                 policies = await self.resources.get_policies(namespace)
             except errors.NotFoundError:
                 policies = None
-        return authz.Grants.of(self.superusers, tenant_info, policies)
+        return authz.Grants.of(self.superusers, tenant_info, policies, self.wildcards)
 
     def _open(self, roles: Sequence[str] | None) -> bool:
         return not self.authorization_enabled

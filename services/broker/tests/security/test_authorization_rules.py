@@ -112,3 +112,21 @@ NS_ROUTE = "/admin/v2/namespaces/{tenant}/{namespace}"
 ])
 def test_route_rules(method: str, canonical: str, path: str, expected: http_rules.Rule) -> None:
     assert http_rules.rule_for(method, canonical, path or canonical) == expected
+
+
+@pytest.mark.parametrize("granted,role,wildcards,matches", [
+    ("app", "app", False, True),
+    ("app-*", "app-orders", False, False),
+    ("app-*", "app-orders", True, True),
+    ("*.svc", "billing.svc", True, True),
+    ("*.svc", "billing.svc.evil", True, False),
+    ("app-*", "other", True, False),
+    ("*", "anyone", True, True),
+    ("*", "anyone", False, False),
+])
+def test_wildcard_role_matching(granted: str, role: str, wildcards: bool,
+                                matches: bool) -> None:
+    assert authz.role_matches(granted, role, wildcards) is matches
+    grants = authz.Grants.of([], None, {"auth_policies": {"namespace_auth": {
+        granted: ["produce"]}}}, wildcards=wildcards)
+    assert authz.topic_operation(grants, role, TOPIC, Op.PRODUCE).allowed is matches
