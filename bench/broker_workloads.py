@@ -33,9 +33,17 @@ RECEIVE_TIMEOUT_MS = 10_000
 LATENCY_WARMUP_SENDS = 50
 
 
+#: Set by bench.security: the CA file for pulsar+ssl:// URLs and a token to authenticate with.
+TLS_TRUST_ENV = "BENCH_TLS_TRUST_CERTS"
+TOKEN_ENV = "BENCH_AUTH_TOKEN"
+
+
 def _client(url: str) -> pulsar.Client:
     logger = pulsar.FileLogger(pulsar.LoggerLevel.Warn, "/dev/stderr")
-    return pulsar.Client(url, operation_timeout_seconds=30, logger=logger)
+    token = os.environ.get(TOKEN_ENV)
+    return pulsar.Client(url, operation_timeout_seconds=30, logger=logger,
+                         tls_trust_certs_file_path=os.environ.get(TLS_TRUST_ENV),
+                         authentication=pulsar.AuthenticationToken(token) if token else None)
 
 
 def _send_for(
