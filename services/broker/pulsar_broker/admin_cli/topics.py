@@ -32,6 +32,17 @@ def _ns_list(suffix: str) -> Any:
     return run
 
 
+def _list(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    """Persistent and non-persistent topics (as Apache's getList), or one domain's."""
+    path = namespace_path(args.namespace)
+    domains = {"persistent": ["persistent"], "non_persistent": ["non-persistent"]}.get(
+        args.topic_domain or "", ["persistent", "non-persistent"])
+    topics: list[str] = []
+    for domain in domains:
+        topics += admin.get(path.replace("/namespaces/", f"/{domain}/")) or []
+    output.print_list(topics)
+
+
 def _print(suffix: str, query: dict[str, str] | None = None) -> Any:
     def run(admin: client.AdminClient, args: argparse.Namespace) -> None:
         output.print_json(admin.get(topic_path(args.topic) + suffix, query))
@@ -172,8 +183,10 @@ def _sub_command(group: Group, name: str, help_text: str, run: Any) -> argparse.
 def register(groups: Any) -> None:
     group = Group(groups, "topics", "Operations on persistent topics")
     permissions.register_topic(group)
-    group.command("list", "Get the list of topics under a namespace",
-                  _ns_list("")).add_argument("namespace")
+    listing = group.command("list", "Get the list of topics under a namespace", _list)
+    listing.add_argument("namespace")
+    listing.add_argument("-td", "--topic-domain", choices=["persistent", "non_persistent"],
+                         help="only this kind of topics (default: both)")
     group.command("list-partitioned-topics", "Get the partitioned topics of a namespace",
                   _ns_list("/partitioned")).add_argument("namespace")
     _topic_command(group, "create", "Create a non-partitioned topic", _create)

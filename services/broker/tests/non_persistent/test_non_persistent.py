@@ -4,7 +4,10 @@ now, dropped (and counted) for a consumer without permits, never stored."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -161,3 +164,20 @@ def test_regex_subscription_mode_picks_the_topics_of_its_kind(standalone, client
     assert got == expected
     consumer.close()
     keeper.close()
+
+
+def test_pulsar_admin_topics_list_shows_both_kinds_unless_asked(standalone, client, np_topic):
+    client.subscribe(np_topic, "s")
+
+    def listed(*options: str) -> list[str]:
+        result = subprocess.run(
+            [sys.executable, "-m", "pulsar_broker.admin_cli.main", "topics", "list",
+             "public/default", *options],
+            env={**os.environ, "PULSAR_ADMIN_URL": standalone.web_url},
+            capture_output=True, text=True, timeout=60, check=False)
+        assert result.returncode == 0, result.stderr
+        return result.stdout.split()
+
+    assert np_topic in listed()
+    assert np_topic in listed("-td", "non_persistent")
+    assert np_topic not in listed("--topic-domain", "persistent")
