@@ -33,9 +33,13 @@ def check_persistent(name: naming.TopicName) -> None:
                                      f"{name}")
 
 
-def non_persistent(service: BrokerService, name: naming.TopicName) -> NonPersistentTopic:
-    """The non-persistent topic loaded on this broker; 404 when it is not."""
+async def non_persistent(service: BrokerService, name: naming.TopicName) -> NonPersistentTopic:
+    """The non-persistent topic loaded on this broker; redirected to the broker serving its
+    bundle (BundleOwnedElsewhereError), 404 when it is loaded nowhere."""
     topic = service.non_persistent.get(name)
+    if topic is None:
+        await service.namespaces.check_ownership(name)
+        topic = service.non_persistent.get(name)
     if topic is None:
         raise errors.TopicNotFoundError("Topic not found")
     return topic

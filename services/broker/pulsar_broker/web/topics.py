@@ -147,7 +147,7 @@ async def topic_stats(request: web.Request) -> web.Response:
     service = rest.service(request)
     name = rest.topic_name(request)
     if not name.persistent:
-        return rest.ok_json(topic_access.non_persistent(service, name).stats())
+        return rest.ok_json((await topic_access.non_persistent(service, name)).stats())
     topic = await topic_access.existing(service, name)
     return rest.ok_json(stats.topic_stats(topic, request.app[rates.TRACKER_KEY], service.broker_id))
 
