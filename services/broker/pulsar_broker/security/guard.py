@@ -97,60 +97,57 @@ class SecurityGuard:
                 policies = None
         return authz.Grants.of(self.superusers, tenant_info, policies, self.wildcards)
 
-    def _open(self, roles: Sequence[str] | None) -> bool:
-        return not self.authorization_enabled
+    def _settled(self, roles: Sequence[str] | None) -> authz.Decision | None:
+        """The decision when no record needs reading: everyone may act with authorization
+        off, no one without a role."""
+        if not self.authorization_enabled:
+            return authz.ALLOWED
+        if not roles:
+            return authz.Decision(False, "Authentication is required")
+        return None
+
+    @staticmethod
+    def _every(roles: Sequence[str],
+               decide: Callable[[str], authz.Decision]) -> authz.Decision:
+        """Every role given (a proxy's and its client's) must be allowed."""
+        for role in roles:
+            decision = decide(role)
+            if not decision.allowed:
+                return decision
+        return authz.ALLOWED
 
     async def topic(self, roles: Sequence[str] | None, topic: naming.TopicName,
                     operation: authz.TopicOperation,
                     subscription: str | None = None) -> authz.Decision:
-        """Every role given (a proxy's and its client's) must be allowed."""
-        if self._open(roles):
-            return authz.ALLOWED
-        if not roles:
-            return authz.Decision(False, "Authentication is required")
+        settled = self._settled(roles)
+        if settled is not None or not roles:
+            return settled or authz.ALLOWED
         grants = await self.grants(topic.tenant, topic.namespace_name)
-        for role in roles:
-            decision = authz.topic_operation(grants, role, topic, operation, subscription)
-            if not decision.allowed:
-                return decision
-        return authz.ALLOWED
+        return self._every(roles, lambda role: authz.topic_operation(
+            grants, role, topic, operation, subscription))
 
     async def namespace(self, roles: Sequence[str] | None, namespace: naming.NamespaceName,
                         operation: authz.NamespaceOperation) -> authz.Decision:
-        if self._open(roles):
-            return authz.ALLOWED
-        if not roles:
-            return authz.Decision(False, "Authentication is required")
+        settled = self._settled(roles)
+        if settled is not None or not roles:
+            return settled or authz.ALLOWED
         grants = await self.grants(namespace.tenant, namespace)
-        for role in roles:
-            decision = authz.namespace_operation(grants, role, operation)
-            if not decision.allowed:
-                return decision
-        return authz.ALLOWED
+        return self._every(roles, lambda role: authz.namespace_operation(grants, role,
+                                                                         operation))
 
     async def tenant(self, roles: Sequence[str] | None, tenant: str) -> authz.Decision:
-        if self._open(roles):
-            return authz.ALLOWED
-        if not roles:
-            return authz.Decision(False, "Authentication is required")
+        settled = self._settled(roles)
+        if settled is not None or not roles:
+            return settled or authz.ALLOWED
         grants = await self.grants(tenant)
-        for role in roles:
-            decision = authz.tenant_operation(grants, role)
-            if not decision.allowed:
-                return decision
-        return authz.ALLOWED
+        return self._every(roles, lambda role: authz.tenant_operation(grants, role))
 
     def superuser(self, roles: Sequence[str] | None) -> authz.Decision:
-        if self._open(roles):
-            return authz.ALLOWED
-        if not roles:
-            return authz.Decision(False, "Authentication is required")
+        settled = self._settled(roles)
+        if settled is not None or not roles:
+            return settled or authz.ALLOWED
         grants = authz.Grants(self.superusers)
-        for role in roles:
-            decision = authz.superuser_operation(grants, role)
-            if not decision.allowed:
-                return decision
-        return authz.ALLOWED
+        return self._every(roles, lambda role: authz.superuser_operation(grants, role))
 
 
 _GUARDS: weakref.WeakKeyDictionary[BrokerService, SecurityGuard] = weakref.WeakKeyDictionary()
