@@ -92,8 +92,8 @@ def rule_for(method: str, canonical: str, path: str) -> Rule:
         return GET_TOPICS
     if method == "GET" and route in ("/admin/v2/clusters", "/admin/v2/clusters/{cluster}"):
         return AUTHENTICATED
-    if route.startswith("/admin/v2/tenants/{tenant}"):
-        return TENANT if method == "GET" else SUPERUSER
+    if route.startswith("/admin/v2/tenants"):
+        return SUPERUSER  # as Apache: even reading one tenant's record
     if "{tenant}" in route:
         return TENANT
     return SUPERUSER

@@ -191,7 +191,7 @@ def test_admin_routes_need_tenant_admin_or_superuser(secured) -> None:
                         {"retentionTimeInMinutes": 1, "retentionSizeInMB": 1},
                         role="boss")[0] == 204
     assert secured.http("PUT", f"/admin/v2/namespaces/{tenant}/second", role="boss")[0] == 204
-    assert secured.http("GET", f"/admin/v2/tenants/{tenant}", role="boss")[0] == 200
+    assert secured.http("GET", f"/admin/v2/tenants/{tenant}", role="boss")[0] == 403
     assert secured.http("DELETE", f"/admin/v2/tenants/{tenant}", role="boss")[0] == 403
     status, policies = secured.http("GET", f"/admin/v2/namespaces/{tenant}/ns")
     assert policies["retention_policies"]["retentionTimeInMinutes"] == 1

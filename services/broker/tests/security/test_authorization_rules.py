@@ -86,7 +86,7 @@ NS_ROUTE = "/admin/v2/namespaces/{tenant}/{namespace}"
     ("GET", "/admin/v2/brokers/health", "/admin/v2/brokers/health", http_rules.SUPERUSER),
     ("GET", "/admin/v2/tenants", "/admin/v2/tenants", http_rules.SUPERUSER),
     ("PUT", "/admin/v2/tenants/{tenant}", "/admin/v2/tenants/x", http_rules.SUPERUSER),
-    ("GET", "/admin/v2/tenants/{tenant}", "/admin/v2/tenants/x", http_rules.TENANT),
+    ("GET", "/admin/v2/tenants/{tenant}", "/admin/v2/tenants/x", http_rules.SUPERUSER),
     ("GET", "/admin/v2/clusters", "/admin/v2/clusters", http_rules.AUTHENTICATED),
     ("PUT", "/admin/v2/clusters/{cluster}", "/admin/v2/clusters/c", http_rules.SUPERUSER),
     ("POST", NS_ROUTE + "/retention", "", http_rules.TENANT),
