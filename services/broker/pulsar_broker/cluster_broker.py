@@ -19,9 +19,10 @@ from pulsar_bookie.client.replicated import placement
 from pulsar_bookie.net import client as bookie_net
 from pulsar_bookie.service import registration
 from pulsar_common import config as common_config
-from pulsar_common import lifecycle
 from pulsar_common import errors as common_errors
+from pulsar_common import lifecycle
 from pulsar_common.metadata import api as md
+from pulsar_common.metadata import etcd_tls
 from pulsar_common.metadata import factory as md_factory
 
 from pulsar_broker import config as broker_config
@@ -70,7 +71,8 @@ class ClusterBroker:
         conf = self.settings.broker
         self.store = await md_factory.create_store(
             conf.metadata_store_url,
-            session_timeout_s=conf.metadata_store_session_timeout_millis / 1000.0)
+            session_timeout_s=conf.metadata_store_session_timeout_millis / 1000.0,
+            tls=etcd_tls.read_config(conf.metadata_store_config_path))
         self.pool = bookie_net.BookieClientPool()
         ledger_client = replicated.ReplicatedLedgerClient(
             self.store, self.pool, RegisteredBookies(self.store))

@@ -45,6 +45,10 @@ class BrokerConfig:
         "metadataStoreSessionTimeoutMillis", 30000,
         "How long a broker may lose the metadata store before its bundles go to other brokers",
     )
+    metadata_store_config_path: str = setting(
+        "metadataStoreConfigPath", "",
+        "File with the metadata store client's settings; for etcd over TLS: useTls, "
+        "tlsTrustCertsFilePath, tlsCertificateFilePath, tlsKeyFilePath, authority")
     bind_address: str = setting("bindAddress", "0.0.0.0", "Address the listeners bind to")
     advertised_address: str = setting(
         "advertisedAddress", "localhost", "Host name clients are told to connect to"

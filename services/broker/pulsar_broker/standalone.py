@@ -25,6 +25,7 @@ from pulsar_bookie.storage import engine as bookie_engine
 from pulsar_common import config as common_config
 from pulsar_common import lifecycle, naming
 from pulsar_common.metadata import api as md
+from pulsar_common.metadata import etcd_tls
 from pulsar_common.metadata import factory as md_factory
 
 from pulsar_broker import config as broker_config
@@ -111,7 +112,8 @@ class Standalone:
         conf = self.settings.broker
         self.data_dir.mkdir(parents=True, exist_ok=True)
         url = conf.metadata_store_url or f"rocksdb:{self.data_dir / 'metadata'}"
-        self.store = await md_factory.create_store(url)
+        self.store = await md_factory.create_store(
+            url, tls=etcd_tls.read_config(conf.metadata_store_config_path))
         self.bookie = bookie_engine.LedgerStorageEngine(self.settings.bookie)
         await self.bookie.start()
         # The embedded bookie also listens on bookiePort, so that readers such as the

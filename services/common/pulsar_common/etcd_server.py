@@ -7,9 +7,11 @@ sends SIGTERM to that pid, then SIGKILL when it does not exit in time.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pathlib
 import shutil
+import ssl
 import subprocess
 import urllib.error
 import urllib.request
@@ -19,6 +21,31 @@ from pulsar_common import errors, testing
 
 #: How long start() waits for the member to answer /health.
 START_TIMEOUT_S = 60.0
+
+
+@dataclasses.dataclass(frozen=True)
+class EtcdServerTls:
+    """etcd's client TLS flags: its certificate and key, and with client_cert_auth the CA
+    client certificates must be signed by (--client-cert-auth --trusted-ca-file).
+    client_cert/client_key are what the health check shows."""
+
+    cert_file: str
+    key_file: str
+    trusted_ca_file: str
+    client_cert_auth: bool = False
+    client_cert: str = ""
+    client_key: str = ""
+
+    def arguments(self) -> list[str]:
+        args = ["--cert-file", self.cert_file, "--key-file", self.key_file,
+                "--trusted-ca-file", self.trusted_ca_file]
+        return args + (["--client-cert-auth"] if self.client_cert_auth else [])
+
+    def client_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=self.trusted_ca_file)
+        if self.client_cert:
+            context.load_cert_chain(self.client_cert, self.client_key)
+        return context
 
 
 class EtcdServer:
@@ -32,8 +59,11 @@ class EtcdServer:
         *,
         binary: str = "etcd",
         host: str = "127.0.0.1",
+        tls: EtcdServerTls | None = None,
     ) -> None:
         self.data_dir = pathlib.Path(data_dir)
+        #: Serve clients over TLS (https://) with these files.
+        self.tls = tls
         self.host = host
         self.client_port = client_port
         self.peer_port = peer_port
@@ -43,10 +73,11 @@ class EtcdServer:
 
     @property
     def endpoint(self) -> str:
-        """The client URL, `http://host:port`."""
+        """The client URL, `http://host:port` (`https://` with tls)."""
         if self.client_port is None:
             raise RuntimeError("etcd has no client port until start()")
-        return f"http://{self.host}:{self.client_port}"
+        scheme = "http" if self.tls is None else "https"
+        return f"{scheme}://{self.host}:{self.client_port}"
 
     @property
     def url(self) -> str:
@@ -119,11 +150,14 @@ class EtcdServer:
             "--initial-advertise-peer-urls", peer,
             "--initial-cluster", f"pulsar-etcd={peer}",
             "--initial-cluster-state", "new",
+            *([] if self.tls is None else self.tls.arguments()),
         ]
 
     def _healthy(self) -> bool:
         try:
-            with urllib.request.urlopen(f"{self.endpoint}/health", timeout=2) as response:
+            context = None if self.tls is None else self.tls.client_context()
+            with urllib.request.urlopen(f"{self.endpoint}/health", timeout=2,
+                                        context=context) as response:
                 body = json.loads(response.read())
         except (OSError, urllib.error.URLError, ValueError):
             return False

@@ -26,6 +26,7 @@ from pulsar_common.metadata import (
     errors,
     etcd_kv,
     etcd_session,
+    etcd_tls,
     etcd_watch,
     paths,
     watches,
@@ -73,10 +74,16 @@ class EtcdMetadataStore:
         chroot: str = "",
         session_timeout_s: float = 30.0,
         operation_timeout_s: float = OPERATION_TIMEOUT_S,
+        tls: etcd_tls.EtcdTls | None = None,
     ) -> EtcdMetadataStore:
-        """Open a session on etcd at host:port (host may be a gRPC target prefix, see factory)."""
-        client = aetcd.Client(host=host, port=port, timeout=operation_timeout_s,
-                              options=dict(CHANNEL_OPTIONS))
+        """Open a session on etcd at host:port (host may be a gRPC target prefix, see factory);
+        over TLS with tls."""
+        if tls is None:
+            client = aetcd.Client(host=host, port=port, timeout=operation_timeout_s,
+                                  options=dict(CHANNEL_OPTIONS))
+        else:
+            client = etcd_tls.TlsClient(tls, host=host, port=port, timeout=operation_timeout_s,
+                                        options=dict(CHANNEL_OPTIONS))
         store = cls(client, chroot, session_timeout_s, operation_timeout_s)
         try:
             await store._kv.range(b"/")  # fails fast when etcd is unreachable

@@ -1,6 +1,7 @@
 """Opens the metadata store a URL names, in Apache Pulsar's `metadataStoreUrl` style.
 
     etcd:http://host:2379[,http://host2:2379]   etcd, Apache style
+    etcd:https://host:2379                      etcd over TLS (files: etcd_tls)
     etcd://host:2379[,host2:2379]               etcd, short form
     rocksdb:/var/lib/pulsar/metadata            embedded RocksDB (also rocksdb:///path)
 
@@ -19,7 +20,7 @@ import socket
 import urllib.parse
 
 from pulsar_common import errors
-from pulsar_common.metadata import api, etcd, paths, rocksdb
+from pulsar_common.metadata import api, etcd, etcd_tls, paths, rocksdb
 from pulsar_common.metadata import errors as metadata_errors
 
 #: Default session timeout (Pulsar's metadataStoreSessionTimeoutMillis is 30000).
@@ -30,6 +31,8 @@ SESSION_TIMEOUT_S = 30.0
 class EtcdTarget:
     endpoints: tuple[tuple[str, int], ...]
     chroot: str
+    #: The endpoints are https:// (etcd over TLS).
+    secure: bool = False
 
 
 async def create_store(
@@ -37,8 +40,11 @@ async def create_store(
     *,
     session_timeout_s: float = SESSION_TIMEOUT_S,
     chroot: str = "",
+    tls: etcd_tls.EtcdTls | None = None,
 ) -> api.MetadataStore:
-    """Open the store url names; chroot (if given) replaces a chroot in the URL."""
+    """Open the store url names; chroot (if given) replaces a chroot in the URL. etcd is
+    reached over TLS with tls (Apache's metadataStoreConfigPath, see etcd_tls) or when the
+    URL's endpoints are https:// (then with the system's CAs unless tls says otherwise)."""
     if session_timeout_s <= 0:
         raise errors.ConfigError(f"session timeout must be positive, got {session_timeout_s}")
     if url.startswith("rocksdb:"):
@@ -47,9 +53,11 @@ async def create_store(
     if url.startswith("etcd:"):
         target = parse_etcd_url(url)
         host, port = await _grpc_target(target.endpoints)
+        if tls is None and target.secure:
+            tls = etcd_tls.EtcdTls()
         return await etcd.EtcdMetadataStore.connect(
             host, port, chroot=_checked_chroot(chroot or target.chroot),
-            session_timeout_s=session_timeout_s)
+            session_timeout_s=session_timeout_s, tls=tls)
     raise errors.ConfigError(
         f"unsupported metadata store URL {url!r}: use etcd:http://host:port[,...], "
         "etcd://host:port[,...] or rocksdb:/path")
@@ -85,21 +93,25 @@ def parse_etcd_url(url: str) -> EtcdTarget:
         items = rest.split(",")
     endpoints: list[tuple[str, int]] = []
     chroots: set[str] = set()
+    schemes: set[str] = set()
     for item in items:
         host, port, chroot = _parse_endpoint(item.strip(), url)
         endpoints.append((host, port))
+        schemes.add(urllib.parse.urlsplit(item.strip()).scheme)
         if chroot:
             chroots.add(chroot)
     if len(chroots) > 1:
         raise errors.ConfigError(f"etcd URL names different chroots: {url!r}")
-    return EtcdTarget(tuple(endpoints), chroots.pop() if chroots else "")
+    if len(schemes) > 1:
+        raise errors.ConfigError(f"etcd URL mixes http:// and https:// endpoints: {url!r}")
+    return EtcdTarget(tuple(endpoints), chroots.pop() if chroots else "", schemes == {"https"})
 
 
 def _parse_endpoint(item: str, url: str) -> tuple[str, int, str]:
     parsed = urllib.parse.urlsplit(item)
-    if parsed.scheme != "http":
+    if parsed.scheme not in ("http", "https"):
         raise errors.ConfigError(
-            f"etcd endpoint {item!r} in {url!r} must be http://host:port (TLS is not supported)")
+            f"etcd endpoint {item!r} in {url!r} must be http://host:port or https://host:port")
     try:
         port = parsed.port or 2379
     except ValueError as exc:

@@ -32,7 +32,7 @@ def test_rocksdb_urls_name_a_directory(url, directory):
     "zk:localhost:2181",
     "memory:local",
     "http://127.0.0.1:2379",
-    "etcd:https://127.0.0.1:2379",
+    "etcd:https://a:1,http://b:2",
     "etcd:http://:2379",
     "etcd:http://h:notaport",
     "etcd:http://a:1/x,http://b:2/y",
@@ -49,3 +49,10 @@ async def test_a_bad_chroot_or_session_timeout_is_a_configuration_error(tmp_path
         await factory.create_store(f"rocksdb:{tmp_path}", chroot="no-slash")
     with pytest.raises(errors.ConfigError):
         await factory.create_store(f"rocksdb:{tmp_path}", session_timeout_s=0)
+
+
+def test_https_endpoints_mean_etcd_over_tls() -> None:
+    target = factory.parse_etcd_url("etcd:https://a:2379,https://b:2379/chroot")
+    assert target.secure and target.endpoints == (("a", 2379), ("b", 2379))
+    assert not factory.parse_etcd_url("etcd:http://a:2379").secure
+
