@@ -89,6 +89,7 @@ NS_ROUTE = "/admin/v2/namespaces/{tenant}/{namespace}"
     ("GET", "/admin/v2/tenants/{tenant}", "/admin/v2/tenants/x", http_rules.SUPERUSER),
     ("GET", "/admin/v2/clusters", "/admin/v2/clusters", http_rules.AUTHENTICATED),
     ("PUT", "/admin/v2/clusters/{cluster}", "/admin/v2/clusters/c", http_rules.SUPERUSER),
+    ("GET", "/admin/v2/clusters/{cluster}", "/admin/v2/clusters/c", http_rules.SUPERUSER),
     ("POST", NS_ROUTE + "/retention", "", http_rules.TENANT),
     ("GET", NS_ROUTE + "/topics", "", http_rules.GET_TOPICS),
     ("GET", "/admin/v2/{domain:persistent|non-persistent}/{tenant}/{namespace}", "",
