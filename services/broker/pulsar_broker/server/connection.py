@@ -128,6 +128,9 @@ class ServerConnection(asyncio.Protocol):
             self.close()
             return
         for received in frames:
+            if self.transport is None or self.transport.is_closing():
+                # Refused (a failed CONNECT) or closing: frames that came along are dropped.
+                return
             try:
                 self._handle(received)
             except Exception:

@@ -124,3 +124,31 @@ def test_http_requires_credentials_and_accepts_bearer_and_basic(secured) -> None
 def test_probes_and_metrics_stay_open(secured) -> None:
     for path in ("/status.html", "/admin/v2/brokers/ready", "/metrics"):
         assert secured.http("GET", path, role=None)[0] == 200, path
+
+
+def test_frames_sent_after_a_refused_connect_are_not_handled(secured) -> None:
+    import socket
+
+    from pulsar_common.wire import frame
+
+    tenant = secured.tenant()
+    topic = f"persistent://{tenant}/ns/t-{uuid.uuid4().hex[:8]}"
+    refused = T(type=T.CONNECT)
+    refused.connect.client_version = "raw-test"
+    refused.connect.protocol_version = 20
+    accepted = T(type=T.CONNECT)
+    accepted.CopyFrom(refused)
+    accepted.connect.auth_method_name = "token"
+    accepted.connect.auth_data = secured.token("admin").encode()
+    producer = T(type=T.PRODUCER)
+    producer.producer.topic = topic
+    producer.producer.producer_id = 1
+    producer.producer.request_id = 1
+    with socket.create_connection(("127.0.0.1", secured.process.broker_port), timeout=10) as s:
+        s.sendall(b"".join(frame.encode_command(c) for c in (refused, accepted, producer)))
+        decoder = frame.FrameDecoder()
+        replies = []
+        while chunk := s.recv(65536):
+            replies += [f.command.type for f in decoder.feed(chunk)]
+    assert replies == [T.ERROR]
+    assert secured.ok("GET", f"/admin/v2/persistent/{tenant}/ns") == []
