@@ -3,14 +3,20 @@ messages still to deliver use permits and count as unacknowledged."""
 
 from __future__ import annotations
 
+import pathlib
+
+import pytest
+from pulsar_broker import errors
 from pulsar_broker import testing as broker_testing
 from pulsar_broker.managed_ledger import api as ml
+from pulsar_broker.managed_ledger import clock
 from pulsar_broker.subscriptions.consumer import (
     Consumer,
     Dispatched,
     SubType,
     unacknowledged_in,
 )
+from pulsar_broker.subscriptions.subscription import Subscription
 
 
 def test_unacknowledged_messages_are_the_set_bits_of_every_word_sign_bit_included() -> None:
@@ -32,3 +38,41 @@ def test_a_partly_acknowledged_batch_uses_permits_for_its_unacknowledged_message
     consumer.send(batch, 1)
     assert consumer.permits == 88 and consumer.unacked_messages == 10
     assert cnx.ack_sets[-1] is None
+
+
+async def test_a_cumulative_ack_inside_a_batch_acks_the_entries_before_it_and_part_of_it(
+        tmp_path: pathlib.Path) -> None:
+    stack = await broker_testing.start_managed_ledger_stack(tmp_path, clock.ManualClock())
+    try:
+        ledger = await stack.factory.open("public/default/persistent/cumulative-batch")
+        cursor = await ledger.open_cursor("sub", ml.InitialPosition.EARLIEST)
+        p = [await ledger.add_entry(b"entry-%d" % i) for i in range(3)]
+        subscription = Subscription("t", "sub", cursor, SubType.EXCLUSIVE, -1, 100)
+        consumer = Consumer(broker_testing.RecordingConnection(), 1, "c", SubType.EXCLUSIVE,
+                            0, -1, 0)
+        # Messages 0 and 1 of the batch at p[1] are covered; 2 and 3 are not.
+        await subscription.acknowledge_batch_indexes(consumer, p[1], [0b1100], True)
+        assert cursor.mark_delete_position == p[0]
+        assert cursor.batch_ack_set(p[1]) == (0b1100,)
+        await subscription.acknowledge_batch_indexes(consumer, p[1], [0b0000], True)
+        assert cursor.mark_delete_position == p[1]
+        await subscription.close()
+    finally:
+        await stack.stop()
+
+
+async def test_a_cumulative_ack_is_refused_on_a_shared_subscription(
+        tmp_path: pathlib.Path) -> None:
+    stack = await broker_testing.start_managed_ledger_stack(tmp_path, clock.ManualClock())
+    try:
+        ledger = await stack.factory.open("public/default/persistent/cumulative-shared")
+        cursor = await ledger.open_cursor("sub", ml.InitialPosition.EARLIEST)
+        position = await ledger.add_entry(b"entry")
+        subscription = Subscription("t", "sub", cursor, SubType.SHARED, -1, 100)
+        consumer = Consumer(broker_testing.RecordingConnection(), 1, "c", SubType.SHARED,
+                            0, -1, 0)
+        with pytest.raises(errors.InvalidRequestError):
+            await subscription.acknowledge_batch_indexes(consumer, position, [0b10], True)
+        await subscription.close()
+    finally:
+        await stack.stop()
