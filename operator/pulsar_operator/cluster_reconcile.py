@@ -87,6 +87,29 @@ def with_operator_balancing(spec: cluster_spec.ClusterSpec) -> cluster_spec.Clus
     return dataclasses.replace(spec, broker=broker)
 
 
+ETCD_MEMBERSHIP = "EtcdMembership"
+
+
+def held_etcd(spec: cluster_spec.ClusterSpec, observed: ObservedSet | None) -> cluster_spec.ClusterSpec | None:
+    """spec with the etcd replicas of the running StatefulSet, when the spec asks for another
+    count: members are not added to or removed from a running etcd cluster in this release, and
+    changing the pods alone would break it (new pods could not join; removed ones would take
+    quorum with them). None when nothing is held."""
+    current = observed.spec_replicas if observed else None
+    if not spec.etcd.managed or current is None or current == spec.etcd.replicas:
+        return None
+    return dataclasses.replace(spec, etcd=dataclasses.replace(spec.etcd, replicas=current))
+
+
+def etcd_condition(spec: cluster_spec.ClusterSpec, held: cluster_spec.ClusterSpec | None) -> list[conditions.Condition]:
+    if held is None:
+        return []
+    return [conditions.Condition(
+        ETCD_MEMBERSHIP, False, "ScalingNotAvailable",
+        f"spec.etcd.replicas={spec.etcd.replicas}, but the etcd cluster runs {held.etcd.replicas} members; etcd "
+        "membership changes are not in this release, so the etcd StatefulSet keeps its size")]
+
+
 def desired_objects(body: dict[str, Any], spec: cluster_spec.ClusterSpec, bookies: int) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = []
     if spec.etcd.managed:
@@ -206,14 +229,16 @@ def reconcile(body: dict[str, Any], observed: dict[str, ObservedSet | None], now
                                                   now, generation)}
         return plan.Plan(status=invalid)
     spec = cluster_spec.parse(body)
+    etcd_held = held_etcd(spec, observed.get(naming.ETCD))
+    applied = etcd_held or spec
     bookies, held = bookie_replicas(spec, observed.get(naming.BOOKIE))
-    wanted = desired_replicas(spec)
+    wanted = desired_replicas(applied)
     wanted[naming.BOOKIE] = bookies
-    objects = desired_objects(body, spec, bookies)
+    objects = desired_objects(body, applied, bookies)
     present = {plan.ObjectRef.of(obj) for obj in objects}
     deletions = tuple(ref for ref in all_child_refs(spec) if ref not in present)
     conds = _conditions(wanted, observed, held, bookies, spec)
-    conds += functions_worker_condition(spec)
+    conds += functions_worker_condition(spec) + etcd_condition(spec, etcd_held)
     status: dict[str, Any] = {
         "observedGeneration": generation,
         "conditions": conditions.merge(old_status.get("conditions"), conds, now, generation),

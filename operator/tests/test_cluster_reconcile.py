@@ -446,3 +446,19 @@ async def test_a_create_that_lost_a_race_patches_the_winner(example: Example) ->
     result = await applier.apply(store, plan.objects[:1])
     assert [r.name for r in result.patched] == ["pulsar-mini-etcd"]
     assert store.objects[result.patched[0]]["metadata"]["labels"] == plan.objects[0]["metadata"]["labels"]
+
+
+def test_a_changed_etcd_member_count_is_held_with_a_condition(example: Example) -> None:
+    body = cluster(example, etcd__replicas=3)
+    observed = {naming.ETCD: ObservedSet(spec_replicas=1, replicas=1, ready_replicas=1)}
+    plan = cluster_reconcile.reconcile(body, observed, NOW)
+    etcd = by(plan.objects, "StatefulSet", "pulsar-mini-etcd")
+    assert etcd["spec"]["replicas"] == 1
+    command = etcd["spec"]["template"]["spec"]["containers"][0]["command"]
+    initial = command[command.index("--initial-cluster") + 1]
+    assert "pulsar-mini-etcd-1" not in initial
+    held = condition(plan.status, "EtcdMembership")
+    assert (held["status"], held["reason"]) == ("False", "ScalingNotAvailable")
+    created = cluster_reconcile.reconcile(body, {}, NOW)
+    assert by(created.objects, "StatefulSet", "pulsar-mini-etcd")["spec"]["replicas"] == 3
+    assert "EtcdMembership" not in {c["type"] for c in created.status["conditions"]}

@@ -9,6 +9,7 @@ wait is announced once, not at every step.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -23,6 +24,9 @@ from pulsar_operator.plan import ObjectRef
 PostEvent = Callable[[report.Event], None]
 AdminFactory = Callable[[list[str]], bookie_admin.HttpBookieAdmin]
 logger = logging.getLogger(__name__)
+#: Longest one step of the loops may take (the bookies' or brokers' APIs answering slowly): a step
+#: cut short is planned again next time, and the handler (which holds up deletion) returns.
+LOOP_STEP_TIMEOUT_S = 20.0
 #: The condition types the loops own (kept as they were when a step observes nothing).
 CONDITIONS = (autorecovery.CONDITION, decommission.CONDITION, rebalance.CONDITION)
 
@@ -44,7 +48,7 @@ async def pause_before_rollout(body: dict[str, Any], client: driver.Objects,
     template (a rolling restart), raise lostBookieRecoveryDelay first, so the first pod restarted
     is not taken for lost. True when a rollout is about to start (the autorecovery step then
     treats the StatefulSet as rolling until its status says so)."""
-    if cluster_spec.validate(body):
+    if cluster_spec.validate(body) or _deleting(body):
         return False
     spec = cluster_spec.parse(body)
     ref = ObjectRef("apps/v1", "StatefulSet", spec.namespace, naming.child_name(spec.name, naming.BOOKIE))
@@ -60,12 +64,18 @@ async def pause_before_rollout(body: dict[str, Any], client: driver.Objects,
     urls = [driver.bookie_address(spec, i)[1] for i in range(replicas)]
     admin = admins(urls)
     try:
-        await admin.set_recovery_delay(autorecovery.ROLLING_PAUSE_DELAY_S)
-    except errors.OperatorError as exc:
+        async with asyncio.timeout(LOOP_STEP_TIMEOUT_S):
+            await admin.set_recovery_delay(autorecovery.ROLLING_PAUSE_DELAY_S)
+    except (errors.OperatorError, TimeoutError) as exc:
         logger.warning("could not pause recovery before the bookies roll: %s", exc)
     finally:
         await admin.close()
     return True
+
+
+def _deleting(body: dict[str, Any]) -> bool:
+    """The cluster is being deleted: the loops leave it alone (their steps would only slow it down)."""
+    return bool((body.get("metadata") or {}).get("deletionTimestamp"))
 
 
 async def ready_brokers(spec: cluster_spec.ClusterSpec, client: driver.Objects) -> list[str]:
@@ -115,7 +125,7 @@ async def run(body: dict[str, Any], status: dict[str, Any], client: driver.Objec
     """`status` with the loops' part added (unchanged when the spec is invalid). `balancing` is
     this cluster's rebalancing memory (None: no rebalancing step); `rollout` says this reconcile
     started a rolling restart of the bookies (see pause_before_rollout)."""
-    if cluster_spec.validate(body):
+    if cluster_spec.validate(body) or _deleting(body):
         return status
     spec = cluster_spec.parse(body)
     opened: list[bookie_admin.HttpBookieAdmin] = []
@@ -125,12 +135,13 @@ async def run(body: dict[str, Any], status: dict[str, Any], client: driver.Objec
         return opened[-1]
 
     try:
-        result = (await driver.step(body, spec, client, factory, int(time.time() * 1000), rollout=rollout)
-                  or driver.Result())
-        if balancing is not None:
-            await _rebalance(spec, client, balancing, body.get("status") or {}, result)
-    except errors.OperatorError as exc:
-        logger.warning("controller loops skipped this time: %s", exc)
+        async with asyncio.timeout(LOOP_STEP_TIMEOUT_S):
+            result = (await driver.step(body, spec, client, factory, int(time.time() * 1000), rollout=rollout)
+                      or driver.Result())
+            if balancing is not None:
+                await _rebalance(spec, client, balancing, body.get("status") or {}, result)
+    except (errors.OperatorError, TimeoutError) as exc:
+        logger.warning("controller loops skipped this time: %r", exc)
         result = driver.Result()
     finally:
         for admin in opened:
