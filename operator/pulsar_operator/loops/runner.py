@@ -17,8 +17,23 @@ from typing import Any
 
 from pulsar_common import errors as common_errors
 
-from pulsar_operator import cluster_config, cluster_reconcile, cluster_spec, conditions, diffing, errors, naming
-from pulsar_operator.loops import autorecovery, bookie_admin, decommission, driver, rebalance, report
+from pulsar_operator import (
+    cluster_config,
+    cluster_reconcile,
+    cluster_spec,
+    conditions,
+    diffing,
+    errors,
+    naming,
+)
+from pulsar_operator.loops import (
+    autorecovery,
+    bookie_admin,
+    decommission,
+    driver,
+    rebalance,
+    report,
+)
 from pulsar_operator.plan import ObjectRef
 
 PostEvent = Callable[[report.Event], None]
