@@ -63,7 +63,12 @@ def _split_bundle(admin: client.AdminClient, args: argparse.Namespace) -> None:
     query = {"unload": str(args.unload).lower()}
     if args.split_algorithm_name:
         query["splitAlgorithmName"] = args.split_algorithm_name
-    admin.put(f"{namespace_path(args.namespace)}/{args.bundle}/split", query=query)
+    try:
+        positions = [int(p, 0) for p in comma_list(args.split_boundaries or "")]
+    except ValueError as exc:
+        raise client.AdminError(400, f"--split-boundaries: {exc}") from exc
+    admin.put(f"{namespace_path(args.namespace)}/{args.bundle}/split", positions or None,
+              query=query)
 
 
 def _bundles(admin: client.AdminClient, args: argparse.Namespace) -> None:
@@ -165,9 +170,13 @@ def register(groups: Any) -> None:
     split.add_argument("-u", "--unload", action="store_true",
                        help="unload both halves afterwards (lookups may place them elsewhere)")
     split.add_argument("-san", "--split-algorithm-name", dest="split_algorithm_name",
-                       choices=["range_equally_divide", "topic_count_equally_divide"],
+                       choices=["range_equally_divide", "topic_count_equally_divide",
+                                "specified_positions_divide"],
                        help="where to cut (default: the broker's "
                             "defaultNamespaceBundleSplitAlgorithm)")
+    split.add_argument("-sb", "--split-boundaries", dest="split_boundaries",
+                       help="positions for specified_positions_divide, comma separated "
+                            "(decimal or 0x...)")
     _ns_command(group, "bundles", "Get the bundles of a namespace", _bundles)
     clear = _ns_command(group, "clear-backlog", "Clear the backlog of the namespace's topics",
                         _clear_backlog)

@@ -14,7 +14,11 @@ if TYPE_CHECKING:
 
 RANGE_EQUALLY_DIVIDE = "range_equally_divide"
 TOPIC_COUNT_EQUALLY_DIVIDE = "topic_count_equally_divide"
+SPECIFIED_POSITIONS_DIVIDE = "specified_positions_divide"
+#: What the planner (defaultNamespaceBundleSplitAlgorithm) may use.
 SPLIT_ALGORITHMS = (RANGE_EQUALLY_DIVIDE, TOPIC_COUNT_EQUALLY_DIVIDE)
+#: What an admin's split request may name (positions come in its body).
+ADMIN_SPLIT_ALGORITHMS = (*SPLIT_ALGORITHMS, SPECIFIED_POSITIONS_DIVIDE)
 
 MINUTE_MS = 60_000
 

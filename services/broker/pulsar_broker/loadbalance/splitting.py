@@ -6,7 +6,8 @@ loadBalancerNamespaceBundleMaxTopics, ...MaxSessions (producers + consumers),
 namespace stays within loadBalancerNamespaceMaximumBundles. The split point
 comes from one of Apache's algorithms: `range_equally_divide` cuts the range in
 the middle, `topic_count_equally_divide` between the middle two topic hashes,
-so each half holds half the topics.
+so each half holds half the topics. An admin may also split at given positions
+(`specified_positions_divide`, never chosen by the planner).
 """
 
 from __future__ import annotations
@@ -83,3 +84,9 @@ def split_point(algorithm: str, lower: int, upper: int,
     else:
         raise ValueError(f"unknown split algorithm {algorithm!r}")
     return point if lower < point < upper else None
+
+
+def specified_positions(lower: int, upper: int, positions: Iterable[int]) -> list[int]:
+    """The given positions strictly inside [lower, upper), sorted; the others are ignored
+    (as Apache's specified_positions_divide does)."""
+    return sorted({p for p in positions if lower < p < upper})

@@ -112,16 +112,17 @@ async def unload_bundle(request: web.Request) -> web.Response:
 
 @routes.put(BUNDLE + "/split")
 async def split_bundle(request: web.Request) -> web.Response:
-    """Split the bundle in two where splitAlgorithmName says (the broker's
-    defaultNamespaceBundleSplitAlgorithm by default); with unload=true both halves are
+    """Split the bundle where splitAlgorithmName says (the broker's
+    defaultNamespaceBundleSplitAlgorithm by default; specified_positions_divide cuts at
+    the positions of the JSON body, a list of numbers); with unload=true the pieces are
     then unloaded, so lookups may place them on other brokers."""
     service = rest.service(request)
     algorithm = (request.query.get("splitAlgorithmName")
                  or service.config.default_namespace_bundle_split_algorithm)
-    if algorithm not in lb_settings.SPLIT_ALGORITHMS:
+    if algorithm not in lb_settings.ADMIN_SPLIT_ALGORITHMS:
         raise errors.PreconditionFailedError(
             f"Unsupported namespace bundle split algorithm, supported algorithms are "
-            f"{list(lb_settings.SPLIT_ALGORITHMS)}")
+            f"{list(lb_settings.ADMIN_SPLIT_ALGORITHMS)}")
     unload = rest.query_flag(request, "unload")
     ns = rest.namespace_name(request)
     await service.check_namespace(ns)
@@ -131,16 +132,29 @@ async def split_bundle(request: web.Request) -> web.Response:
         owner = await service.namespaces.ownership.try_acquire(bundle)
     if owner != service.namespaces.me:
         raise web.HTTPTemporaryRedirect(owner.http_url + request.path_qs)
-    hashes = [namespace_bundles.topic_hash(t) for t in await service.topics_of_bundle(bundle)]
-    point = splitting.split_point(algorithm, bundle.lower, bundle.upper, hashes)
-    if point is None:
-        raise errors.PreconditionFailedError(
-            f"Bundle {bundle} cannot be split with {algorithm}")
-    children = await namespace_split.split(service.namespaces, bundle, point)
+    points = await _split_points(request, service, bundle, algorithm)
+    children = await namespace_split.split(service.namespaces, bundle, points)
     if unload:
         for child in children:
             await service.unload_bundle(child)
     return rest.no_content()
+
+
+async def _split_points(request: web.Request, service: BrokerService, bundle: NamespaceBundle,
+                        algorithm: str) -> list[int]:
+    if algorithm == lb_settings.SPECIFIED_POSITIONS_DIVIDE:
+        positions = await rest.body_json(request, [])
+        if not isinstance(positions, list) or not all(
+                isinstance(p, int) and not isinstance(p, bool) for p in positions):
+            raise errors.InvalidRequestError("splitBoundaries must be a JSON list of numbers")
+        points = splitting.specified_positions(bundle.lower, bundle.upper, positions)
+    else:
+        hashes = [namespace_bundles.topic_hash(t) for t in await service.topics_of_bundle(bundle)]
+        point = splitting.split_point(algorithm, bundle.lower, bundle.upper, hashes)
+        points = [] if point is None else [point]
+    if not points:
+        raise errors.PreconditionFailedError(f"Bundle {bundle} cannot be split with {algorithm}")
+    return points
 
 
 # Clear backlog

@@ -142,3 +142,24 @@ def test_pulsar_admin_splits_unloads_to_a_destination_and_dumps_the_load_report(
     capsys.readouterr()
     assert admin.main([*url, "broker-stats", "load-report"]) == 0
     assert json.loads(capsys.readouterr().out)["loadReportType"] == "LocalBrokerData"
+
+
+def test_specified_positions_cut_a_bundle_into_several(
+        standalone: broker_testing.StandaloneProcess, client: pulsar.Client,
+        namespace: str) -> None:
+    producer = client.create_producer(f"persistent://{namespace}/p", batching_enabled=False)
+    producer.send(b"x")
+    whole = (f"/admin/v2/namespaces/{namespace}/0x00000000_0xffffffff/split"
+             "?splitAlgorithmName=specified_positions_divide")
+    assert put(standalone.web_url, whole, ["0x10"]) == 400
+    assert put(standalone.web_url, whole, [0, 2**40]) == 412  # none strictly inside
+    assert put(standalone.web_url, whole, [0x30000000, 0x10000000, 2**40]) == 204
+    assert boundaries(standalone.web_url, namespace) == [
+        "0x00000000", "0x10000000", "0x30000000", "0xffffffff"]
+    assert sum(b.startswith(namespace + "/") for b in broker_testing.owned(
+        standalone, "standalone")) == 3
+    producer.send(b"still served")
+    assert admin.main(["--admin-url", standalone.web_url, "namespaces", "split-bundle", namespace,
+                       "-b", "0x30000000_0xffffffff", "-san", "specified_positions_divide",
+                       "-sb", "0x40000000,0x50000000"]) == 0
+    assert boundaries(standalone.web_url, namespace)[3:5] == ["0x40000000", "0x50000000"]

@@ -82,3 +82,7 @@ def test_split_settings_are_the_defaults_apache_documents() -> None:
     defaults = SplitSettings()
     assert dataclasses.astuple(defaults) == (1000, 1000, 30000.0, 100.0, 128, 10,
                                              "range_equally_divide")
+
+
+def test_specified_positions_keep_those_strictly_inside_in_order() -> None:
+    assert splitting.specified_positions(10, 100, [50, 10, 20, 100, 20, 5]) == [20, 50]
