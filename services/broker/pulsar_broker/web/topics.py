@@ -249,10 +249,13 @@ async def compaction_status(request: web.Request) -> web.Response:
 
 @routes.put(TOPIC + "/compaction")
 async def trigger_compaction(request: web.Request) -> web.Response:
-    """Start compacting (409 while a compaction runs); answers at once, as Apache does."""
+    """Start compacting (409 while a compaction runs); answers at once, as Apache does. On a
+    partitioned topic, each partition that exists is compacted (on the broker serving it)."""
     name = rest.topic_name(request)
     service = rest.service(request)
-    await topic_access.refuse_partitioned(service, name, "Compaction")
-    topic = await topic_access.existing(service, name)
-    topic.compact()
+    topic_access.check_persistent(name)
+    parts = await topic_access.fan_out(service, name)
+    for topic in parts.local:
+        topic.compact()
+    await remote_partitions.call_each(request, parts.remote)
     return rest.no_content()

@@ -210,14 +210,25 @@ def test_pulsar_admin_compacts_and_reports_and_sets_the_threshold(standalone, cl
                         namespace).strip() in ("", "null")
 
 
-def test_compacting_a_partitioned_topic_is_refused(standalone, topic):
+def test_compacting_a_partitioned_topic_compacts_each_partition(standalone, client, topic):
     request = urllib.request.Request(standalone.web_url + topic_path(topic) + "/partitions",
                                      data=b"2", method="PUT",
                                      headers={"Content-Type": "application/json"})
     urllib.request.urlopen(request, timeout=30).close()
-    with pytest.raises(urllib.error.HTTPError) as failure:
-        admin(standalone, "PUT", topic_path(topic) + "/compaction")
-    assert failure.value.code == 405
+    producer = client.create_producer(topic, batching_enabled=False)
+    for version in range(3):
+        for key in range(6):
+            producer.send(f"{key}-v{version}".encode(), partition_key=f"k{key}")
+    admin(standalone, "PUT", topic_path(topic) + "/compaction")
+    for index in range(2):
+        partition = f"{topic}-partition-{index}"
+        deadline = time.monotonic() + 30
+        while admin(standalone, "GET", topic_path(partition) + "/compaction")["status"] != (
+                "SUCCESS"):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    assert read_compacted(client, topic) == {f"k{key}": f"{key}-v2".encode()
+                                             for key in range(6)}
 
 
 # On a standalone of their own: automatic compaction, and SIGKILL during a compaction.
