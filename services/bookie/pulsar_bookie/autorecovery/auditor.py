@@ -2,7 +2,9 @@
 
 While it leads it audits (plan.audit) whenever a bookie registration,
 lostBookieRecoveryDelay or a decommissioning record changes, when a bookie
-seen missing becomes due, and every auditorPeriodicBookieCheckInterval; a
+seen missing becomes due, and every auditorPeriodicBookieCheckInterval (that
+periodic check, and the first one of a new auditor, also marks ledgers whose
+closed fragments share racks while other racks have writable bookies); a
 rewrite of lostBookieRecoveryDelay (trigger_audit) audits at once, without
 waiting for the delay. Every auditorPeriodicCheckInterval it also runs the
 replica check (checker.py). The bookies it has seen missing, and since when,
@@ -125,7 +127,8 @@ class Auditor:
                 if due:
                     force, self._force = self._force, False
                     self._wake.clear()
-                    result = await self.audit(missing_since, force=force)
+                    result = await self.audit(missing_since, force=force,
+                                              check_placement=now >= next_bookie_check)
                     missing_since = dict(result.missing_since_ms)
                     next_due = result.next_due_ms
                     if self._settings.periodic_bookie_check_interval_s > 0:
@@ -165,19 +168,33 @@ class Auditor:
         return found
 
     async def audit(self, missing_since: dict[types.BookieId, int], *,
-                    force: bool = False) -> plan.Audit:
-        """One bookie check: mark the ledgers of bookies lost for long enough."""
+                    force: bool = False, check_placement: bool = False) -> plan.Audit:
+        """One bookie check: mark the ledgers of bookies lost for long enough; with
+        check_placement also those with fragments crowded in fewer racks than available."""
         delay_s = await self._marks.lost_bookie_recovery_delay_s(
             self._settings.lost_bookie_recovery_delay_s)
-        registered = {b.bookie_id for b in await registration.list_bookies(self._store)}
-        result = plan.audit(await self._ledgers(), registered, await self._marks.decommissioning(),
-                            missing_since, self._now_ms(), delay_s * 1000, force=force)
+        bookies = await registration.list_bookies(self._store)
+        registered = {b.bookie_id for b in bookies}
+        draining = await self._marks.decommissioning()
+        ledgers = await self._ledgers()
+        result = plan.audit(ledgers, registered, draining, missing_since, self._now_ms(),
+                            delay_s * 1000, force=force)
         self.audits += 1
-        for ledger_id, bookies in result.marks.items():
-            if await self._marks.mark(ledger_id, bookies, self._now_ms()):
+        for ledger_id, lost in result.marks.items():
+            if await self._marks.mark(ledger_id, lost, self._now_ms()):
                 self.ledgers_marked += 1
                 log.info("ledger %s marked under-replicated (bookies %s)", ledger_id,
-                         sorted(bookies))
+                         sorted(lost))
+        if check_placement:
+            racks = {b.bookie_id: b.rack for b in bookies}
+            available = len({b.rack for b in bookies
+                             if b.writable and b.bookie_id not in draining})
+            for metadata in ledgers:
+                if plan.placement_repairs(metadata, racks, available) and await self._marks.mark(
+                        metadata.ledger_id, (), self._now_ms(), placement_violation=True):
+                    self.ledgers_marked += 1
+                    log.info("ledger %s marked: fragments crowded in too few racks",
+                             metadata.ledger_id)
         return result
 
     async def check_replicas(self) -> int:

@@ -147,6 +147,27 @@ def sources_for(entry_id: int, fragment: FragmentRange, ensemble_size: int, writ
     return [b for b in members if b not in bad]
 
 
+def placement_repairs(metadata: api.LedgerMetadata, racks: Mapping[types.BookieId, str],
+                      racks_available: int) -> list[Repair]:
+    """Closed fragments whose bookies share a rack while writable bookies exist in racks the
+    fragment does not use: one repair per bookie to move (a rack's second and later members,
+    as many as racks are missing). Bookies without a rack all count as one rack."""
+    repairs = []
+    for fragment in fragment_ranges(metadata):
+        if not fragment.closed:
+            continue
+        wanted = min(len(fragment.ensemble), racks_available)
+        first_of_rack: set[str] = set()
+        surplus = []
+        for position, bookie in enumerate(fragment.ensemble):
+            rack = racks.get(bookie, "")
+            if rack in first_of_rack:
+                surplus.append(Repair(fragment, bookie, position))
+            first_of_rack.add(rack)
+        repairs.extend(surplus[:max(0, wanted - len(first_of_rack))])
+    return repairs
+
+
 def replacement_for(
     candidates: Sequence[placement.BookieInfo],
     ensemble: Sequence[types.BookieId],

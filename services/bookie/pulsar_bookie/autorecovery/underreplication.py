@@ -1,8 +1,10 @@
 """Under-replication records in the metadata store (BookKeeper's underreplication layout in spirit).
 
     /underreplication/ledgers/<ledger id>        persistent JSON {"missingReplicas": [...],
-                                                 "ctime": ms}: the ledger has a fragment on
-                                                 these bookies and must be re-replicated
+                                                 "placementViolation": bool, "ctime": ms}:
+                                                 the ledger has a fragment on these bookies
+                                                 (or fragments spread over too few racks)
+                                                 and must be re-replicated
     /underreplication/locks/<ledger id>          ephemeral: a worker is re-replicating it
     /underreplication/auditorelection            ephemeral: the elected auditor's JSON
     /underreplication/lostBookieRecoveryDelay    decimal seconds (cluster-wide; a rewrite of
@@ -40,9 +42,12 @@ class Mark:
     ctime_ms: int
     #: Version of the record, for removing it only if nobody re-marked it meanwhile.
     version: int = -1
+    #: Some closed fragment has bookies in one rack while other racks have room.
+    placement_violation: bool = False
 
     def to_json(self) -> bytes:
         return json.dumps({"missingReplicas": sorted(self.missing_replicas),
+                           "placementViolation": self.placement_violation,
                            "ctime": self.ctime_ms}, sort_keys=True).encode()
 
 
@@ -50,7 +55,8 @@ def _mark_from(ledger_id: int, result: metadata_api.GetResult) -> Mark:
     record = json.loads(result.value)
     return Mark(types.LedgerId(ledger_id),
                 frozenset(types.BookieId(b) for b in record.get("missingReplicas", [])),
-                int(record.get("ctime", 0)), result.stat.version)
+                int(record.get("ctime", 0)), result.stat.version,
+                bool(record.get("placementViolation", False)))
 
 
 class UnderReplicationStore:
@@ -61,16 +67,21 @@ class UnderReplicationStore:
 
     # ----- marks -----
 
-    async def mark(self, ledger_id: int, bookies: Iterable[types.BookieId], now_ms: int) -> bool:
-        """Add bookies to the ledger's mark (creating it); True when the record changed."""
+    async def mark(self, ledger_id: int, bookies: Iterable[types.BookieId], now_ms: int, *,
+                   placement_violation: bool = False) -> bool:
+        """Add bookies (or a placement violation) to the ledger's mark, creating it; True
+        when the record changed."""
         wanted = frozenset(bookies)
         for _ in range(10):
             current = await self.get(ledger_id)
-            if current is not None and wanted <= current.missing_replicas:
+            if current is not None and wanted <= current.missing_replicas and (
+                    current.placement_violation or not placement_violation):
                 return False
             merged = Mark(types.LedgerId(ledger_id),
                           wanted | (current.missing_replicas if current else frozenset()),
-                          current.ctime_ms if current else now_ms)
+                          current.ctime_ms if current else now_ms,
+                          placement_violation=placement_violation or bool(
+                              current and current.placement_violation))
             try:
                 await self._store.put(self._mark_path(ledger_id), merged.to_json(),
                                       current.version if current else metadata_api.VERSION_ABSENT)

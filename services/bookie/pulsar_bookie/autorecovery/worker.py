@@ -10,6 +10,10 @@ the ledger metadata (re-planned from fresh metadata on a conflict). When no
 fragment refers to a bad bookie any more the mark is removed, unless someone
 re-marked the ledger meanwhile.
 
+A mark for a placement violation (set by the auditor's periodic bookie check)
+also moves bookies of closed fragments that share a rack to racks the
+fragment does not use, when the placement policy finds a bookie there.
+
 The last fragment of a ledger still open for writing belongs to its writer,
 which moves off a failed or read-only bookie by itself (ensemble change). If
 the mark is older than openLedgerRereplicationGracePeriod and the fragment
@@ -34,6 +38,7 @@ from pulsar_common.metadata import tasks as metadata_tasks
 from pulsar_bookie import errors, types
 from pulsar_bookie.autorecovery import checker, copier, plan, underreplication
 from pulsar_bookie.client import bookie_rpc, ledger_metadata
+from pulsar_bookie.client.replicated import placement
 from pulsar_bookie.client.replicated import recovery as ledger_recovery
 from pulsar_bookie.client.replicated.settings import ClientSettings
 from pulsar_bookie.service import registration
@@ -179,9 +184,15 @@ class ReplicationWorker:
                 continue
             if not repair_plan.repairs:
                 break
-            versioned = await self._repair(versioned, repair_plan.repairs[0], bad | draining)
+            repair = repair_plan.repairs[0]
+            candidates = await registration.RegisteredBookieSource(self._store).bookies()
+            target = plan.replacement_for(candidates, repair.fragment.ensemble, repair.bad,
+                                          bad | draining, self._rng)
+            versioned = await self._repair(versioned, repair, bad | draining, target)
         if plan.bookies_of(versioned.metadata) & bad:
             return False
+        if mark.placement_violation:
+            await self._fix_placement(versioned, bad | draining)
         if await self._marks.remove(mark):
             self.stats.ledgers_replicated += 1
             log.info("ledger %s fully replicated again (was on %s)", ledger_id,
@@ -216,16 +227,34 @@ class ReplicationWorker:
             versioned, self._meta, self._pool, settings,
             registration.RegisteredBookieSource(self._store), self._rng)
 
+    async def _fix_placement(self, versioned: ledger_metadata.VersionedMetadata,
+                             avoid: frozenset[types.BookieId]) -> None:
+        """Move bookies of closed fragments crowded in one rack to racks the fragment does
+        not use, while the placement policy finds such a bookie."""
+        for _ in range(REPAIRS_PER_CLAIM_MAX):
+            bookies = await registration.list_bookies(self._store)
+            racks = {b.bookie_id: b.rack for b in bookies}
+            available = len({b.rack for b in bookies if b.writable and b.bookie_id not in avoid})
+            repairs = plan.placement_repairs(versioned.metadata, racks, available)
+            if not repairs:
+                return
+            repair = repairs[0]
+            candidates = [placement.BookieInfo(b.bookie_id, b.rack, b.writable) for b in bookies]
+            target = plan.replacement_for(candidates, repair.fragment.ensemble, repair.bad,
+                                          avoid, self._rng)
+            kept = {racks.get(b, "") for b in repair.fragment.ensemble if b != repair.bad}
+            if racks.get(target, "") in kept:
+                return  # no better rack has room now; the next periodic check looks again
+            versioned = await self._repair(versioned, repair, avoid, target)
+
     async def _repair(
         self,
         versioned: ledger_metadata.VersionedMetadata,
         repair: plan.Repair,
         avoid: frozenset[types.BookieId],
+        target: types.BookieId,
     ) -> ledger_metadata.VersionedMetadata:
         metadata = versioned.metadata
-        candidates = await registration.RegisteredBookieSource(self._store).bookies()
-        target = plan.replacement_for(candidates, repair.fragment.ensemble, repair.bad, avoid,
-                                      self._rng)
         copied = await copier.copy_fragment(
             self._pool, metadata, repair, target, avoid, batch=self._settings.entry_batch,
             timeout_s=self._settings.timeout_s)

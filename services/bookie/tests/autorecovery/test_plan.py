@@ -197,3 +197,23 @@ def test_entries_at_matches_a_simple_model(size: int, data: st.DataObject) -> No
     fragment = plan.FragmentRange(0, E(first), E(last), tuple(B(f"b{i}") for i in range(size)))
     model = [e for e in range(first, last + 1) if (position - e) % size < wq]
     assert list(plan.entries_at(position, fragment, size, wq)) == model
+
+
+# ----- placement -----
+
+
+@pytest.mark.parametrize(("racks", "available", "moved"), [
+    pytest.param({"a": "r1", "b": "r2", "c": "r3"}, 3, [], id="spread"),
+    pytest.param({"a": "r1", "b": "r1", "c": "r2"}, 3, [("b", 1)], id="two-in-one-rack"),
+    pytest.param({"a": "r1", "b": "r1", "c": "r2"}, 2, [], id="no-third-rack"),
+    pytest.param({"a": "r1", "b": "r1", "c": "r1"}, 3, [("b", 1), ("c", 2)], id="all-in-one"),
+    pytest.param({"a": "r1", "b": "r1", "c": "r1"}, 2, [("b", 1)], id="all-in-one-two-racks"),
+    pytest.param({}, 1, [], id="no-racks-at-all"),
+])
+def test_placement_repairs_move_crowded_bookies_only_when_a_rack_has_room(
+    racks: dict[str, str], available: int, moved: list[tuple[str, int]],
+) -> None:
+    metadata = ledger(1, [(0, ("a", "b", "c")), (10, ("a", "b", "c"))], last=None)
+    repairs = plan.placement_repairs(metadata, {B(k): v for k, v in racks.items()}, available)
+    assert [(r.bad, r.position) for r in repairs] == moved  # the open fragment is left alone
+    assert all(r.fragment.index == 0 for r in repairs)

@@ -185,3 +185,29 @@ async def test_a_mark_naming_a_bookie_that_came_back_with_its_data_is_dropped_wi
     await asyncio.to_thread(cluster.start_autorecovery, {"lostBookieRecoveryDelay": "3600"})
     await eventually(lambda: no_marks(store), 30, "the mark is dropped")
     assert await ledgers.get_ledger_metadata(ledger_id) == before
+
+
+async def test_fragments_crowded_in_one_rack_move_to_a_rack_that_has_room(
+    cluster: Cluster, store: metadata_api.MetadataStore, pool: bookie_net.BookieClientPool,
+    ledgers: replicated.ReplicatedLedgerClient,
+) -> None:
+    for rack in ("/r1", "/r1", "/r2"):
+        await asyncio.to_thread(cluster.start_bookies, 1, {"rack": rack})
+    [ledger_id] = await write_closed_ledgers(ledgers, count=1, entries=100)
+    crowded = (await ledgers.get_ledger_metadata(ledger_id)).ensembles[0].ensemble
+    assert len(crowded) == 3  # every bookie: two of them share /r1
+    await asyncio.to_thread(cluster.start_bookies, 1, {"rack": "/r3"})
+    roomy = cluster.bookies[-1].bookie_id
+    await asyncio.to_thread(cluster.start_autorecovery,
+                            {**RECOVERY, "auditorPeriodicBookieCheckInterval": "1"})
+
+    async def spread() -> bool:
+        metadata = await ledgers.get_ledger_metadata(ledger_id)
+        return roomy in metadata.ensembles[0].ensemble
+
+    await eventually(spread, 60, "the ledger's fragment uses /r3")
+    await eventually(lambda: no_marks(store), 30, "no under-replicated ledger left")
+    after = (await ledgers.get_ledger_metadata(ledger_id)).ensembles[0].ensemble
+    assert len(set(after) & set(crowded)) == 2
+    live = {b.bookie_id for b in cluster.bookies}
+    assert await assert_fully_replicated(store, pool, live) == 100 * 2
