@@ -6,7 +6,9 @@ needs in the namespace's `auth_policies`: on the whole namespace
 (`namespace_auth`) or on the topic (`destination_auth`, keyed by the full topic
 name; a partition is covered by its partitioned topic's grant). Consuming also
 honours `subscription_auth_roles`: a subscription listed there is open to its
-listed roles only. A lookup needs produce or consume.
+listed roles only; and with the namespace's `subscription_auth_mode` Prefix, a role
+uses only subscriptions named after it (`<role>-...`); tenant admins are exempt.
+A lookup needs produce or consume.
 """
 
 from __future__ import annotations
@@ -62,6 +64,9 @@ class Grants:
     #: Granted roles ending or starting with `*` match by prefix or suffix
     #: (authorizationAllowWildcardsMatching).
     wildcards: bool = False
+    #: The namespace's subscriptionAuthMode is Prefix: a role may only use subscriptions
+    #: whose names start with the role.
+    subscription_prefix: bool = False
 
     @classmethod
     def of(cls, superusers: Iterable[str], tenant: Mapping[str, Any] | None,
@@ -76,7 +81,7 @@ class Grants:
              for topic, roles in (auth.get("destination_auth") or {}).items()},
             {sub: frozenset(roles or ())
              for sub, roles in (auth.get("subscription_auth_roles") or {}).items()},
-            wildcards)
+            wildcards, (policies or {}).get("subscription_auth_mode") == "Prefix")
 
 
 def _role_actions(value: Any) -> dict[str, frozenset[str]]:
@@ -161,6 +166,10 @@ def topic_operation(grants: Grants, role: str, topic: naming.TopicName,
             allowed_roles = grants.subscription_auth_roles.get(subscription)
             if allowed_roles and role not in allowed_roles:
                 return Decision(False, f"Role {role} may not use subscription {subscription}")
+            if grants.subscription_prefix and not subscription.startswith(role):
+                return Decision(False, "The subscription name needs to be prefixed by the "
+                                       f"authentication role, like {role}-xxxx for topic: "
+                                       f"{topic}")
         return ALLOWED if has_action(grants, role, topic, "consume") else refused
     if operation is TopicOperation.LOOKUP:
         found = (has_action(grants, role, topic, "produce")

@@ -284,3 +284,17 @@ def test_functions_routes_need_credentials_and_rights(secured) -> None:
     # Allowed through: no functions worker runs here, so the broker answers 503.
     assert secured.http("GET", path, role="fn-admin")[0] == 503
     assert secured.http("GET", path, role="fn-dev")[0] == 503
+
+
+def test_prefix_subscription_auth_mode_is_enforced(secured) -> None:
+    tenant = secured.tenant()
+    topic = f"persistent://{tenant}/ns/{local()}"
+    grant(secured, tenant, "team", ["consume"])
+    secured.ok("POST", f"/admin/v2/namespaces/{tenant}/ns/subscriptionAuthMode", "Prefix")
+    client = secured.client("team")
+    try:
+        client.subscribe(topic, "team-orders")
+        with pytest.raises(pulsar.AuthorizationError):
+            client.subscribe(topic, "orders")
+    finally:
+        client.close()

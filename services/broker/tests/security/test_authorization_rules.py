@@ -131,3 +131,13 @@ def test_wildcard_role_matching(granted: str, role: str, wildcards: bool,
     grants = authz.Grants.of([], None, {"auth_policies": {"namespace_auth": {
         granted: ["produce"]}}}, wildcards=wildcards)
     assert authz.topic_operation(grants, role, TOPIC, Op.PRODUCE).allowed is matches
+
+
+def test_prefix_subscription_auth_mode() -> None:
+    grants = authz.Grants.of(["root"], {"adminRoles": ["boss"]}, {
+        "subscription_auth_mode": "Prefix",
+        "auth_policies": {"namespace_auth": {"app": ["consume"]}}})
+    assert authz.topic_operation(grants, "app", TOPIC, Op.CONSUME, "app-orders").allowed
+    refused = authz.topic_operation(grants, "app", TOPIC, Op.CONSUME, "orders")
+    assert not refused.allowed and "prefixed by the authentication role" in refused.reason
+    assert authz.topic_operation(grants, "boss", TOPIC, Op.CONSUME, "orders").allowed
