@@ -25,6 +25,10 @@ class ProxyConfig:
         "metadataStoreUrl", "", "etcd:http://host:2379: find brokers through their registrations")
     configuration_metadata_store_url: str = setting(
         "configurationMetadataStoreUrl", "", "Accepted for Apache compatibility; not read")
+    metadata_store_config_path: str = setting(
+        "metadataStoreConfigPath", "",
+        "File with the metadata store client's settings (etcd over TLS: useTls, "
+        "tlsTrustCertsFilePath, tlsCertificateFilePath, tlsKeyFilePath, authority)")
     metadata_store_session_timeout_millis: int = setting(
         "metadataStoreSessionTimeoutMillis", 30000, "Session timeout of the metadata store client")
     broker_service_url: str = setting(

@@ -14,6 +14,7 @@ from aiohttp import web
 from prometheus_client import registry
 from pulsar_common import tls
 from pulsar_common.metadata import api as md
+from pulsar_common.metadata import etcd_tls
 from pulsar_common.metadata import factory as md_factory
 from pulsar_common.wire import pulsar_api_pb2 as pb
 
@@ -91,7 +92,8 @@ class ProxyService:
         if not conf.fixed_brokers or not conf.fixed_web_brokers:
             self._use_store(await md_factory.create_store(
                 conf.metadata_store_url,
-                session_timeout_s=conf.metadata_store_session_timeout_millis / 1000))
+                session_timeout_s=conf.metadata_store_session_timeout_millis / 1000,
+                tls=etcd_tls.read_config(conf.metadata_store_config_path)))
         if conf.tls_enabled:
             self.certificates = tls.CertificateReloader(
                 conf.tls, conf.tls_cert_refresh_check_duration_sec)

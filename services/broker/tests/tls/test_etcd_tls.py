@@ -83,20 +83,26 @@ def test_use_tls_false_means_no_tls_settings(tmp_path: pathlib.Path) -> None:
 def test_a_standalone_keeps_its_metadata_in_etcd_over_tls(
         tls_etcd: EtcdServer, store_config: pathlib.Path,
         tmp_path_factory: pytest.TempPathFactory) -> None:
-    data_dir = tmp_path_factory.mktemp("etcd-tls-standalone") / "data"
-    process = broker_testing.StandaloneProcess(data_dir, {
-        "journalSyncData": "false",
-        "metadataStoreUrl": f"{tls_etcd.url}/standalone-{uuid.uuid4().hex[:6]}",
-        "metadataStoreConfigPath": str(store_config)})
+    """...and a proxy finds it through its registration there, over TLS too."""
+    root = tmp_path_factory.mktemp("etcd-tls-standalone")
+    store = {"metadataStoreUrl": f"{tls_etcd.url}/standalone-{uuid.uuid4().hex[:6]}",
+             "metadataStoreConfigPath": str(store_config)}
+    process = broker_testing.StandaloneProcess(root / "data", {"journalSyncData": "false",
+                                                               **store})
     process.start()
+    proxy = None
     try:
-        client = pulsar.Client(process.service_url, operation_timeout_seconds=15)
-        try:
-            topic = f"persistent://public/default/etcd-tls-{uuid.uuid4().hex[:6]}"
-            consumer = client.subscribe(topic, "s")
-            client.create_producer(topic).send(b"metadata over tls")
-            assert consumer.receive(timeout_millis=10_000).data() == b"metadata over tls"
-        finally:
-            client.close()
+        proxy = broker_testing.ProxyProcess(root / "proxy", store).start()
+        for url in (process.service_url, proxy.service_url):
+            client = pulsar.Client(url, operation_timeout_seconds=15)
+            try:
+                topic = f"persistent://public/default/etcd-tls-{uuid.uuid4().hex[:6]}"
+                consumer = client.subscribe(topic, "s")
+                client.create_producer(topic).send(b"metadata over tls")
+                assert consumer.receive(timeout_millis=10_000).data() == b"metadata over tls"
+            finally:
+                client.close()
     finally:
+        if proxy is not None:
+            proxy.stop()
         process.stop()
