@@ -152,3 +152,15 @@ def test_frames_sent_after_a_refused_connect_are_not_handled(secured) -> None:
             replies += [f.command.type for f in decoder.feed(chunk)]
     assert replies == [T.ERROR]
     assert secured.ok("GET", f"/admin/v2/persistent/{tenant}/ns") == []
+
+
+def test_http_original_principal_counts_only_from_proxy_roles(secured) -> None:
+    header = "X-Original-Principal"
+    assert secured.http("GET", "/admin/v2/tenants", role="proxy",
+                        headers={header: "admin"})[0] == 200
+    # Both the proxy's role and its client's must be allowed.
+    assert secured.http("GET", "/admin/v2/tenants", role="proxy",
+                        headers={header: "outsider"})[0] == 403
+    # Any other role naming a principal is just itself.
+    assert secured.http("GET", "/admin/v2/tenants", role="mallory",
+                        headers={header: "admin"})[0] == 403
