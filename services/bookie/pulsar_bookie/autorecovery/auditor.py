@@ -185,6 +185,10 @@ class Auditor:
                 self.ledgers_marked += 1
                 log.info("ledger %s marked under-replicated (bookies %s)", ledger_id,
                          sorted(lost))
+        known = {metadata.ledger_id for metadata in ledgers}
+        for ledger_id in await self._marks.ledger_ids():
+            if ledger_id not in known and not await self._meta_exists(ledger_id):
+                await self._marks.remove_unconditionally(ledger_id)  # the ledger was deleted
         if check_placement:
             racks = {b.bookie_id: b.rack for b in bookies}
             available = len({b.rack for b in bookies
@@ -196,6 +200,13 @@ class Auditor:
                     log.info("ledger %s marked: fragments crowded in too few racks",
                              metadata.ledger_id)
         return result
+
+    async def _meta_exists(self, ledger_id: int) -> bool:
+        try:
+            await self._meta.read(ledger_id)
+            return True
+        except errors.NoSuchLedgerError:
+            return False
 
     async def check_replicas(self) -> int:
         """The periodic replica check; the number of ledgers it marked."""

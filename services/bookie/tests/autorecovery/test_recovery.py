@@ -172,7 +172,7 @@ async def test_an_idle_open_ledger_past_the_grace_period_is_fenced_closed_and_re
         await writer.append(payload(writer.ledger_id, 100))  # fenced: the writer is told
 
 
-async def test_a_mark_naming_a_bookie_that_came_back_with_its_data_is_dropped_without_copies(
+async def test_marks_of_a_bookie_back_with_its_data_or_of_deleted_ledgers_are_dropped(
     cluster: Cluster, store: metadata_api.MetadataStore,
     ledgers: replicated.ReplicatedLedgerClient,
 ) -> None:
@@ -182,6 +182,7 @@ async def test_a_mark_naming_a_bookie_that_came_back_with_its_data_is_dropped_wi
     # As the auditor leaves it when a bookie's session flapped: marked, yet back with its data.
     marks = underreplication.UnderReplicationStore(store)
     await marks.mark(ledger_id, [before.ensembles[0].ensemble[0]], now_ms=0)
+    await marks.mark(ledger_id + 1000, [before.ensembles[0].ensemble[0]], now_ms=0)  # deleted
     await asyncio.to_thread(cluster.start_autorecovery, {"lostBookieRecoveryDelay": "3600"})
     await eventually(lambda: no_marks(store), 30, "the mark is dropped")
     assert await ledgers.get_ledger_metadata(ledger_id) == before
