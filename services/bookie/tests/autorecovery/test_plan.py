@@ -217,3 +217,29 @@ def test_placement_repairs_move_crowded_bookies_only_when_a_rack_has_room(
     repairs = plan.placement_repairs(metadata, {B(k): v for k, v in racks.items()}, available)
     assert [(r.bad, r.position) for r in repairs] == moved  # the open fragment is left alone
     assert all(r.fragment.index == 0 for r in repairs)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_audit_matches_a_simple_model(data: st.DataObject) -> None:
+    pool = [f"b{i}" for i in range(6)]
+    metadatas = []
+    for ledger_id in range(data.draw(st.integers(0, 5))):
+        bookies = data.draw(st.permutations(pool))[:3]
+        metadatas.append(ledger(ledger_id, [(0, tuple(bookies))], last=5))
+    registered = set(data.draw(st.sets(st.sampled_from(pool))))
+    draining = set(data.draw(st.sets(st.sampled_from(pool), max_size=2)))
+    since = {b: data.draw(st.integers(0, 100)) for b in data.draw(st.sets(st.sampled_from(pool)))}
+    now, delay = 100, data.draw(st.integers(0, 150))
+    force = data.draw(st.booleans())
+    result = plan.audit(metadatas, {B(b) for b in registered}, {B(b) for b in draining},
+                        {B(b): t for b, t in since.items()}, now, delay, force=force)
+
+    def due(bookie: str) -> bool:
+        if bookie in draining:
+            return True
+        return bookie not in registered and (force or now - since.get(bookie, now) >= delay)
+
+    expected = {m.ledger_id: {b for b in plan.bookies_of(m) if due(b)} for m in metadatas}
+    assert {k: set(v) for k, v in result.marks.items()} == {
+        k: v for k, v in expected.items() if v}
