@@ -92,7 +92,9 @@ def configure(level: str, log_format: str = "text") -> None:
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter() if log_format == "json"
                          else logging.Formatter(TEXT_FORMAT))
-    logging.basicConfig(level=LEVELS[level], handlers=[handler], force=True)
+    # Without force: a process that configured logging already (a test runner) keeps its
+    # handlers, as it did when each service called basicConfig itself.
+    logging.basicConfig(level=LEVELS[level], handlers=[handler])
     log_limits.install()
 
 
