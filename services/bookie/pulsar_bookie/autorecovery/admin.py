@@ -175,12 +175,12 @@ class AutoRecoveryAdmin:
 async def _set_read_only(http_address: str) -> None:
     timeout = aiohttp.ClientTimeout(total=READ_ONLY_CALL_TIMEOUT_S)
     try:
-        async with aiohttp.ClientSession(timeout=timeout) as session:
-            async with session.put(f"{http_address}/api/v1/bookie/state/readonly",
-                                   json={"readOnly": True}) as response:
-                if response.status != 200:
-                    raise AdminRefusal(
-                        f"{http_address} refused read-only mode: HTTP {response.status}")
+        async with aiohttp.ClientSession(timeout=timeout) as session, session.put(
+                f"{http_address}/api/v1/bookie/state/readonly",
+                json={"readOnly": True}) as response:
+            if response.status != 200:
+                raise AdminRefusal(
+                    f"{http_address} refused read-only mode: HTTP {response.status}")
     except (aiohttp.ClientError, TimeoutError) as exc:
         raise errors.BookieUnavailableError(
             f"could not make {http_address} read-only: {exc}") from exc

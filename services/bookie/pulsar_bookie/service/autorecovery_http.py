@@ -37,7 +37,7 @@ async def _body(request: web.Request) -> dict[str, Any]:
     raw = await request.read()
     body = json.loads(raw) if raw else {}
     if not isinstance(body, dict):
-        raise ValueError("expected a JSON object")
+        raise TypeError("expected a JSON object")
     return body
 
 

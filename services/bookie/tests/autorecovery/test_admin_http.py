@@ -12,8 +12,7 @@ from pulsar_bookie.net import client as bookie_net
 from pulsar_bookie.service import registration, testing
 from pulsar_common.metadata import api as metadata_api
 
-from .conftest import (Cluster, assert_fully_replicated, eventually, references,
-                       write_closed_ledgers)
+from .conftest import Cluster, assert_fully_replicated, eventually, references, write_closed_ledgers
 
 pytestmark = pytest.mark.slow
 

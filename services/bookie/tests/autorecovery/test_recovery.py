@@ -15,8 +15,14 @@ from pulsar_bookie.client.replicated import client as replicated
 from pulsar_bookie.net import client as bookie_net
 from pulsar_common.metadata import api as metadata_api
 
-from .conftest import (Cluster, assert_fully_replicated, eventually, payload, references,
-                       write_closed_ledgers)
+from .conftest import (
+    Cluster,
+    assert_fully_replicated,
+    eventually,
+    payload,
+    references,
+    write_closed_ledgers,
+)
 
 pytestmark = pytest.mark.slow
 log = logging.getLogger(__name__)
