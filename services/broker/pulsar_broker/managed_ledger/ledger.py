@@ -320,13 +320,18 @@ class ManagedLedgerImpl:
     # add_pipeline.AddTarget
 
     def handle_for(self, size_bytes: int) -> client_api.WriteHandle | None:
-        current = self._list.current
-        if self._state is not State.OPEN or self._rollover.running or current is None:
+        # On every add: kept to plain attribute reads and one call for the common case.
+        ledgers = self._list
+        current = ledgers.current
+        if current is None or self._state is not State.OPEN or self._rollover.running:
             return None
-        if self._list.current_broken or self._list.current_is_full(self.config, self.now_ms()):
+        if ledgers.current_broken or (ledgers.initiated_entries and ledger_list.is_full(
+                self.config, ledgers.initiated_entries, ledgers.initiated_size,
+                self.now_ms() - ledgers.current_created_ms)):
             self._rollover.start()
             return None
-        self._list.started(size_bytes)
+        ledgers.initiated_entries += 1
+        ledgers.initiated_size += size_bytes
         return current
 
     def write_failed(
@@ -339,7 +344,9 @@ class ManagedLedgerImpl:
         return errors.ManagedLedgerWriteError(f"{self._name}: add failed: {failure}")
 
     def entry_added(self, position: api.Position, data: bytes) -> None:
-        self._list.added(len(data))
+        ledgers = self._list
+        ledgers.current_entries += 1
+        ledgers.current_size += len(data)
         self.entries_added_counter += 1
         self._last_confirmed = position
         self._cache.insert(self._name, api.Entry(position, data))

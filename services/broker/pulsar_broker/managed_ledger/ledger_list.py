@@ -105,16 +105,6 @@ class LedgerList:
         self.current_broken = False
         self.layout.add_open_ledger(handle.ledger_id)
 
-    def started(self, size_bytes: int) -> None:
-        """An add was handed to the current ledger."""
-        self.initiated_entries += 1
-        self.initiated_size += size_bytes
-
-    def added(self, size_bytes: int) -> None:
-        """An add to the current ledger became durable."""
-        self.current_entries += 1
-        self.current_size += size_bytes
-
     async def switch_to(self, old: client_api.WriteHandle, new: client_api.WriteHandle,
                         now_ms: int) -> bool:
         """Persist the list with `old` sealed (dropped when empty) and `new` current, then

@@ -65,13 +65,12 @@ class Rollover:
         self._ledgers = ledgers
         self._pipeline = pipeline
         self._task: asyncio.Task[None] | None = None
-
-    @property
-    def running(self) -> bool:
-        return self._task is not None
+        #: Whether a rollover runs (adds wait); an attribute, read on every add.
+        self.running = False
 
     def start(self) -> None:
         if self._task is None:
+            self.running = True
             self._pipeline.hold(True)
             self._task = asyncio.ensure_future(self._run())
 
@@ -110,6 +109,7 @@ class Rollover:
             self._owner.rolled_over(old)
         finally:
             self._task = None
+            self.running = False
             self._pipeline.hold(False)
             self._pipeline.pump()
 
