@@ -30,6 +30,11 @@ FIGURES = (
     ("adds/s", "add_per_s", True),
     ("Shared dispatch+ack msg/s", "shared_per_s", True),
     ("Exclusive dispatch+ack msg/s", "exclusive_per_s", True),
+    # CPU time of the process (all its threads) per message: what the code costs, far less
+    # sensitive than wall time to other work on a shared machine.
+    ("add CPU us/entry", "add_cpu_us", False),
+    ("Shared CPU us/msg", "shared_cpu_us", False),
+    ("Exclusive CPU us/msg", "exclusive_cpu_us", False),
 )
 #: How long one child may take before the round is abandoned.
 CHILD_TIMEOUT_S = 600
@@ -95,17 +100,18 @@ async def _measure(root: pathlib.Path, entries: int) -> dict[str, float]:
         shared_cursor = await ledger.open_cursor("shared", ml.InitialPosition.EARLIEST)
         exclusive_cursor = await ledger.open_cursor("exclusive", ml.InitialPosition.EARLIEST)
         data = [_entry(i) for i in range(entries)]
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         await asyncio.gather(*[ledger.add_entry_future(d) for d in data])
         add_s = time.perf_counter() - started
-        result = {"add_per_s": entries / add_s}
+        result = {"add_per_s": entries / add_s,
+                  "add_cpu_us": (time.process_time() - cpu) * 1e6 / entries}
         for key, cursor, sub_type, count in (
             ("shared_per_s", shared_cursor, SubType.SHARED, 2),
             ("exclusive_per_s", exclusive_cursor, SubType.EXCLUSIVE, 1),
         ):
             subscription = Subscription("bench", cursor.name, cursor, sub_type, -1, 100)
             connections = [_Connection() for _ in range(count)]
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             for i, cnx in enumerate(connections):
                 consumer = Consumer(cnx, i, f"c{i}", sub_type, 0, -1, 0)
                 subscription.add_consumer(consumer)
@@ -113,6 +119,7 @@ async def _measure(root: pathlib.Path, entries: int) -> dict[str, float]:
             subscription.new_entries()
             await _drain(subscription, connections, entries, sub_type is SubType.EXCLUSIVE)
             result[key] = entries / (time.perf_counter() - started)
+            result[key.replace("per_s", "cpu_us")] = (time.process_time() - cpu) * 1e6 / entries
             await subscription.close()
         return result
     finally:
@@ -155,7 +162,7 @@ def run(argv: list[str]) -> None:
         for name, path in trees.items():
             figures = _run_tree(pathlib.Path(path), options.entries)
             print(f"  round {round_number} {name}: "
-                  + ", ".join(f"{label} {figures[key]:,.0f}" for label, key, _ in FIGURES),
+                  + ", ".join(f"{label} {figures[key]:,.1f}" for label, key, _ in FIGURES),
                   flush=True)
             for _, key, higher_is_better in FIGURES:
                 old = best[name].get(key)
@@ -165,7 +172,7 @@ def run(argv: list[str]) -> None:
     print(f"{'figure':32}" + "".join(f"{n:>14}" for n in names)
           + (f"{names[-1] + '/' + names[0]:>16}" if len(names) > 1 else ""))
     for label, key, _ in FIGURES:
-        row = f"{label:32}" + "".join(f"{best[n][key]:>14,.0f}" for n in names)
+        row = f"{label:32}" + "".join(f"{best[n][key]:>14,.1f}" for n in names)
         if len(names) > 1:
             row += f"{best[names[-1]][key] / best[names[0]][key]:>15.2f}x"
         print(row)
