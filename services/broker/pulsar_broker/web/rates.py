@@ -19,6 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from pulsar_broker.service.broker_service import BrokerService
+from pulsar_broker.topics.non_persistent.topic import NonPersistentTopic
 from pulsar_broker.topics.persistent_topic import PersistentTopic
 from pulsar_broker.web import counters
 
@@ -76,14 +77,17 @@ class RateTracker:
 
     def tick(self, now_s: float) -> None:
         live: set[str] = set()
-        for topic in self.service.loaded_topics:
+        topics: list[PersistentTopic | NonPersistentTopic] = [
+            *self.service.loaded_topics, *self.service.non_persistent.loaded]
+        for topic in topics:
             live.update(self._sample_topic(topic, now_s))
         for key in [k for k in self._samples if k not in live]:
             self._samples.pop(key, None)
             self._rates.pop(key, None)
         self._out.end_pass()
 
-    def _sample_topic(self, topic: PersistentTopic, now_s: float) -> list[str]:
+    def _sample_topic(self, topic: PersistentTopic | NonPersistentTopic,
+                      now_s: float) -> list[str]:
         name = str(topic.name)
         everyone = [c for s in topic.subscriptions.values() for c in s.consumers]
         msg_out, bytes_out = self._out.totals(name, everyone)

@@ -14,6 +14,7 @@ from typing import Any
 
 from pulsar_bookie.client import ledger_metadata
 
+from pulsar_broker.topics.non_persistent.topic import NonPersistentTopic
 from pulsar_broker.topics.persistent_topic import PersistentTopic
 from pulsar_broker.web import rates
 
@@ -33,7 +34,7 @@ _COMPACTED_LEDGER_NONE = {"ledgerId": -1, "entries": -1, "size": -1, "offloaded"
                           "underReplicated": False}
 
 
-def topic_stats(topic: PersistentTopic, tracker: rates.RateTracker,
+def topic_stats(topic: PersistentTopic | NonPersistentTopic, tracker: rates.RateTracker,
                 owner_broker: str = "") -> dict[str, Any]:
     """The topic's stats with the tracker's rates filled in, as Apache reports them."""
     result = {**_TOPIC_STATS_DEFAULTS, **topic.stats()}

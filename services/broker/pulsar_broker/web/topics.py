@@ -147,7 +147,8 @@ async def topic_stats(request: web.Request) -> web.Response:
     service = rest.service(request)
     name = rest.topic_name(request)
     if not name.persistent:
-        return rest.ok_json((await topic_access.non_persistent(service, name)).stats())
+        return rest.ok_json(stats.topic_stats(await topic_access.non_persistent(service, name),
+                                              request.app[rates.TRACKER_KEY], service.broker_id))
     topic = await topic_access.existing(service, name)
     return rest.ok_json(stats.topic_stats(topic, request.app[rates.TRACKER_KEY], service.broker_id))
 
@@ -162,8 +163,10 @@ async def partitioned_stats(request: web.Request) -> web.Response:
     per_partition = rest.query_flag(request, "perPartition", default=True)
     if not name.persistent:
         loaded = [service.non_persistent.get(name.partition(i)) for i in range(count)]
+        tracker = request.app[rates.TRACKER_KEY]
         return rest.ok_json(stats.partitioned_stats(
-            count, {str(t.name): t.stats() for t in loaded if t is not None}, per_partition))
+            count, {str(t.name): stats.topic_stats(t, tracker) for t in loaded if t is not None},
+            per_partition))
     parts = await topic_access.fan_out(service, name)
     tracker = request.app[rates.TRACKER_KEY]
     each = {str(t.name): stats.topic_stats(t, tracker) for t in parts.local}

@@ -153,7 +153,8 @@ class NonPersistentTopic:
     # Stats
 
     def stats(self) -> dict[str, Any]:
-        """Apache's NonPersistentTopicStats (rates other than msgDropRate are not tracked)."""
+        """Apache's NonPersistentTopicStats; the rates other than msgDropRate are filled in
+        by the web layer's rate tracker, as for persistent topics."""
         subscriptions = {name: s.stats() for name, s in self.subscriptions.items()}
         return {
             "msgRateIn": 0.0,
