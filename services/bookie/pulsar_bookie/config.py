@@ -175,6 +175,19 @@ class BookieConfig:
     nettyMaxFrameSizeBytes: int = config.setting(
         "nettyMaxFrameSizeBytes", 5 * MB + 16 * 1024, "Largest request frame the bookie accepts"
     )
+    # TLS of the bookie protocol (BookKeeper's keys; PEM files only). With a provider class
+    # set, the bookie port speaks TLS from the first byte (BookKeeper starts TLS in-band).
+    tlsProviderFactoryClass: str = config.setting(
+        "tlsProviderFactoryClass", "",
+        "org.apache.bookkeeper.tls.TLSContextFactory turns TLS on for the bookie port")
+    tlsCertificatePath: str = config.setting("tlsCertificatePath", "", "PEM certificate")
+    tlsKeyStore: str = config.setting("tlsKeyStore", "", "PEM private key (tlsKeyStoreType=PEM)")
+    tlsKeyStoreType: str = config.setting("tlsKeyStoreType", "PEM", "Only PEM is read")
+    tlsTrustStore: str = config.setting(
+        "tlsTrustStore", "", "PEM CA certificates client certificates are checked against")
+    tlsTrustStoreType: str = config.setting("tlsTrustStoreType", "PEM", "Only PEM is read")
+    tlsClientAuthentication: bool = config.setting(
+        "tlsClientAuthentication", False, "Require client certificates signed by tlsTrustStore")
     readOnlyModeEnabled: bool = config.setting(
         "readOnlyModeEnabled",
         True,

@@ -73,7 +73,7 @@ class ClusterBroker:
             conf.metadata_store_url,
             session_timeout_s=conf.metadata_store_session_timeout_millis / 1000.0,
             tls=etcd_tls.read_config(conf.metadata_store_config_path))
-        self.pool = bookie_net.BookieClientPool()
+        self.pool = bookie_net.BookieClientPool(ssl_context=conf.bookie_tls_context())
         ledger_client = replicated.ReplicatedLedgerClient(
             self.store, self.pool, RegisteredBookies(self.store))
         ledgers = ml_factory.ManagedLedgerFactoryImpl(

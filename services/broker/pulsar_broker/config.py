@@ -7,6 +7,7 @@ ignored so Apache's own broker.conf can be used as a starting point.
 from __future__ import annotations
 
 import dataclasses
+import ssl
 
 from pulsar_common import config, errors, tls
 from pulsar_common.config import setting
@@ -45,6 +46,18 @@ class BrokerConfig:
         "metadataStoreSessionTimeoutMillis", 30000,
         "How long a broker may lose the metadata store before its bundles go to other brokers",
     )
+    bookkeeper_tls_provider_factory_class: str = setting(
+        "bookkeeperTLSProviderFactoryClass", "",
+        "Set (org.apache.bookkeeper.tls.TLSContextFactory) to reach bookies over TLS")
+    bookkeeper_tls_trust_certs_file_path: str = setting(
+        "bookkeeperTLSTrustCertsFilePath", "", "PEM CAs bookies' certificates are checked against")
+    bookkeeper_tls_certificate_file_path: str = setting(
+        "bookkeeperTLSCertificateFilePath", "", "Client certificate shown to bookies")
+    bookkeeper_tls_key_file_path: str = setting(
+        "bookkeeperTLSKeyFilePath", "", "Key of bookkeeperTLSCertificateFilePath")
+    bookkeeper_tls_client_authentication: bool = setting(
+        "bookkeeperTLSClientAuthentication", False,
+        "Show bookkeeperTLSCertificateFilePath to bookies (their tlsClientAuthentication)")
     metadata_store_config_path: str = setting(
         "metadataStoreConfigPath", "",
         "File with the metadata store client's settings; for etcd over TLS: useTls, "
@@ -355,6 +368,16 @@ class BrokerConfig:
                if self.web_service_port is not None else web_tls)
         assert broker is not None and web is not None  # _validate_ports
         return ServiceUrls(broker, web, broker_tls, web_tls)
+
+    def bookie_tls_context(self) -> ssl.SSLContext | None:
+        """TLS towards bookies (bookkeeperTLS* settings); None for plain TCP."""
+        if not self.bookkeeper_tls_provider_factory_class:
+            return None
+        use_cert = self.bookkeeper_tls_client_authentication
+        return tls.client_context(tls.TlsSettings(
+            trust_certs_file=self.bookkeeper_tls_trust_certs_file_path,
+            cert_file=self.bookkeeper_tls_certificate_file_path if use_cert else "",
+            key_file=self.bookkeeper_tls_key_file_path if use_cert else ""))
 
     @property
     def tls_enabled(self) -> bool:

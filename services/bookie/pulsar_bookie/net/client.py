@@ -21,6 +21,7 @@ import asyncio
 import collections
 import dataclasses
 import logging
+import ssl
 import typing
 from collections.abc import Callable
 
@@ -224,8 +225,11 @@ class BookieClient(bookie_rpc.BookieRpc):
         settings: ClientSettings | None = None,
         *,
         address: tuple[str, int] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self._bookie_id = bookie_id
+        #: TLS to the bookie (the broker's bookkeeperTLS* settings), None for plain TCP.
+        self._ssl_context = ssl_context
         self.settings = settings or ClientSettings()
         self.settings.validate()
         self._address = address or address_of(bookie_id)
@@ -264,7 +268,9 @@ class BookieClient(bookie_rpc.BookieRpc):
         try:
             _, protocol = await asyncio.wait_for(
                 loop.create_connection(
-                    lambda: _Connection(self._bookie_id, self.settings), host, port
+                    lambda: _Connection(self._bookie_id, self.settings), host, port,
+                    ssl=self._ssl_context,
+                    server_hostname=None if self._ssl_context is None else host,
                 ),
                 self.settings.connect_timeout_s,
             )
@@ -386,7 +392,9 @@ class BookieClientPool(bookie_rpc.BookieRpcPool):
         settings: ClientSettings | None = None,
         *,
         address_resolver: Callable[[types.BookieId], tuple[str, int]] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
+        self.ssl_context = ssl_context
         self.settings = settings or ClientSettings()
         self.settings.validate()
         self._resolve = address_resolver or address_of
@@ -399,7 +407,8 @@ class BookieClientPool(bookie_rpc.BookieRpcPool):
         client = self._clients.get(bookie_id)
         if client is None:
             client = self._clients[bookie_id] = BookieClient(
-                bookie_id, self.settings, address=self._resolve(bookie_id)
+                bookie_id, self.settings, address=self._resolve(bookie_id),
+                ssl_context=self.ssl_context,
             )
         return client
 

@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import ssl
 import time
 import typing
 from collections.abc import Callable, Coroutine
@@ -170,10 +171,11 @@ class BookieServer:
 
     # ----- life cycle -----
 
-    async def start(self, host: str, port: int) -> None:
+    async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> None:
+        """Listen on host:port; over TLS with ssl_context."""
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            lambda: _Connection(self), host, port, reuse_address=True
+            lambda: _Connection(self), host, port, reuse_address=True, ssl=ssl_context
         )
 
     @property

@@ -18,9 +18,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import ssl
 from typing import Any
 
 from pulsar_common import errors as common_errors
+from pulsar_common import tls
 from pulsar_common.metadata import api as metadata_api
 from pulsar_common.metadata import factory as metadata_factory
 from pulsar_common.metadata import tasks as metadata_tasks
@@ -55,6 +57,19 @@ def server_settings(conf: bookie_config.BookieConfig) -> net_server.ServerSettin
         lac_waiters_max=conf.maxLongPollLacRequests,
         max_frame_bytes=conf.nettyMaxFrameSizeBytes,
     )
+
+
+def tls_context(conf: bookie_config.BookieConfig) -> ssl.SSLContext | None:
+    """The bookie port's TLS context when tlsProviderFactoryClass is set (PEM files only)."""
+    if not conf.tlsProviderFactoryClass:
+        return None
+    if conf.tlsKeyStoreType.upper() != "PEM" or conf.tlsTrustStoreType.upper() != "PEM":
+        raise common_errors.ConfigError("only tlsKeyStoreType=PEM and tlsTrustStoreType=PEM "
+                                        "are supported")
+    return tls.server_context(tls.TlsSettings(
+        cert_file=conf.tlsCertificatePath, key_file=conf.tlsKeyStore,
+        trust_certs_file=conf.tlsTrustStore,
+        require_trusted_client_cert=conf.tlsClientAuthentication))
 
 
 def validate(conf: bookie_config.BookieConfig) -> None:
@@ -138,7 +153,7 @@ class BookieService(http.BookieAdmin):
         if self.store is not None and expected is None:
             assert self.engine.cookie is not None
             await registration.store_cookie(self.store, self.bookie_id, self.engine.cookie)
-        await self.server.start(conf.bookieBindAddress, conf.bookiePort)
+        await self.server.start(conf.bookieBindAddress, conf.bookiePort, tls_context(conf))
         if not conf.metadataServiceUri and conf.bookiePort == 0 and not conf.bookieId:
             self.bookie_id = bookie_id_of(conf, self.server.port)
         await self.monitor.check()
