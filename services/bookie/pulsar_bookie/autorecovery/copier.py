@@ -1,7 +1,8 @@
 """Copying one closed fragment's entries, for one ensemble position, to a new bookie.
 
-Each entry the striping puts on the position is read from another bookie of
-its write set (never from the bookies being replaced) and added to the new
+Each entry the striping puts on the position is read from a bookie of its
+write set (never from the unreachable ones named in `unreachable`; a live
+bookie being drained is a source like any other) and added to the new
 bookie as a recovery add, which is accepted even where the ledger is fenced.
 At most `batch` entries are in flight. Afterwards the first and the last
 copied entries are read back from the new bookie and compared byte for byte.
@@ -32,7 +33,7 @@ async def copy_fragment(
     metadata: api.LedgerMetadata,
     repair: plan.Repair,
     target: types.BookieId,
-    bad: Collection[types.BookieId],
+    unreachable: Collection[types.BookieId],
     *,
     batch: int,
     timeout_s: float,
@@ -44,7 +45,7 @@ async def copy_fragment(
     for start in range(0, len(entry_ids), batch):
         chunk = entry_ids[start:start + batch]
         stored = await asyncio.gather(*(
-            _copy_entry(pool, metadata, repair, target, bad, entry_id, timeout_s)
+            _copy_entry(pool, metadata, repair, target, unreachable, entry_id, timeout_s)
             for entry_id in chunk))
         copied_bytes += sum(len(s.payload) for s in stored)
         if start == 0:
@@ -61,11 +62,11 @@ async def _copy_entry(
     metadata: api.LedgerMetadata,
     repair: plan.Repair,
     target: types.BookieId,
-    bad: Collection[types.BookieId],
+    unreachable: Collection[types.BookieId],
     entry_id: types.EntryId,
     timeout_s: float,
 ) -> storage_api.StoredEntry:
-    stored = await _read_from_replicas(pool, metadata, repair, bad, entry_id, timeout_s)
+    stored = await _read_from_replicas(pool, metadata, repair, unreachable, entry_id, timeout_s)
     await asyncio.wait_for(pool.get(target).add_entry(
         metadata.ledger_id, entry_id, stored.last_add_confirmed, stored.payload,
         metadata.password, recovery=True), timeout_s)
@@ -76,12 +77,13 @@ async def _read_from_replicas(
     pool: bookie_rpc.BookieRpcPool,
     metadata: api.LedgerMetadata,
     repair: plan.Repair,
-    bad: Collection[types.BookieId],
+    unreachable: Collection[types.BookieId],
     entry_id: types.EntryId,
     timeout_s: float,
 ) -> storage_api.StoredEntry:
-    sources = plan.sources_for(entry_id, repair.fragment, metadata.ensemble_size,
-                               metadata.write_quorum_size, bad)
+    sources = sorted(plan.sources_for(entry_id, repair.fragment, metadata.ensemble_size,
+                                      metadata.write_quorum_size, unreachable),
+                     key=lambda bookie: bookie == repair.bad)  # the one moved away: last
     failures: list[BaseException] = []
     for source in sources:
         try:

@@ -255,9 +255,12 @@ class ReplicationWorker:
         target: types.BookieId,
     ) -> ledger_metadata.VersionedMetadata:
         metadata = versioned.metadata
+        # Bookies still registered (decommissioning ones, crowded ones) are read from too: a
+        # ledger with one copy per entry can only be drained from the bookie that holds it.
+        registered = {b.bookie_id for b in await registration.list_bookies(self._store)}
         copied = await copier.copy_fragment(
-            self._pool, metadata, repair, target, avoid, batch=self._settings.entry_batch,
-            timeout_s=self._settings.timeout_s)
+            self._pool, metadata, repair, target, avoid - registered,
+            batch=self._settings.entry_batch, timeout_s=self._settings.timeout_s)
         while True:
             updated = plan.swapped(versioned.metadata, repair, target)
             if updated is None:
