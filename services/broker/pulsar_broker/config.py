@@ -343,10 +343,6 @@ class BrokerConfig:
         _validate(self)
 
     @property
-    def listeners(self) -> tuple[advertised.AdvertisedListener, ...]:
-        return advertised.parse(self.advertised_listeners)
-
-    @property
     def tls(self) -> tls.TlsSettings:
         """The TLS ports' settings."""
         return tls.TlsSettings(
@@ -382,6 +378,10 @@ class BrokerConfig:
     @property
     def tls_enabled(self) -> bool:
         return self.broker_service_port_tls is not None or self.web_service_port_tls is not None
+
+    @property
+    def listeners(self) -> tuple[advertised.AdvertisedListener, ...]:
+        return advertised.parse(self.advertised_listeners)
 
     @property
     def internal_listener(self) -> advertised.AdvertisedListener | None:
