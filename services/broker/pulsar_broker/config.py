@@ -92,7 +92,7 @@ class BrokerConfig:
         "tlsTrustCertsFilePath", "", "PEM CA certificates client certificates are checked against")
     tls_allow_insecure_connection: bool = setting(
         "tlsAllowInsecureConnection", False,
-        "Accept client certificates that do not verify against tlsTrustCertsFilePath")
+        "Do not check client certificates (none is asked for, so TLS authentication is off)")
     tls_require_trusted_client_cert_on_connect: bool = setting(
         "tlsRequireTrustedClientCertOnConnect", False,
         "Refuse TLS clients without a certificate signed by tlsTrustCertsFilePath")

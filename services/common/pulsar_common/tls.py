@@ -44,8 +44,9 @@ class TlsSettings:
     require_trusted_client_cert: clients must present a certificate signed by a CA in
     trust_certs_file (tlsRequireTrustedClientCertOnConnect). Otherwise a certificate is
     asked for and verified when sent (TLS authentication reads its CN), never required.
-    allow_insecure_connection: a client certificate that does not verify is accepted
-    anyway (tlsAllowInsecureConnection), as is a server's for a client context.
+    allow_insecure_connection: a listener asks for no client certificate (the ssl module
+    cannot accept one that fails verification), a client context accepts any server
+    certificate (tlsAllowInsecureConnection).
     """
 
     cert_file: str = ""
