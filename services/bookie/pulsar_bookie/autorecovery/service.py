@@ -8,7 +8,10 @@ may run: one is elected auditor, all of them replicate.
 from __future__ import annotations
 
 import random
+import ssl
 
+from pulsar_common import errors as common_errors
+from pulsar_common import tls
 from pulsar_common.metadata import api as metadata_api
 
 from pulsar_bookie import config as bookie_config
@@ -31,6 +34,23 @@ def worker_settings(conf: bookie_config.BookieConfig) -> worker.WorkerSettings:
     )
 
 
+def client_tls_context(conf: bookie_config.BookieConfig) -> ssl.SSLContext | None:
+    """TLS towards the bookies when they speak it (tlsProviderFactoryClass): the bookies'
+    certificates are checked against tlsTrustStore; with tlsClientAuthentication,
+    tlsCertificatePath/tlsKeyStore are presented as the client certificate (it must then
+    allow client authentication too)."""
+    if not conf.tlsProviderFactoryClass:
+        return None
+    if conf.tlsKeyStoreType.upper() != "PEM" or conf.tlsTrustStoreType.upper() != "PEM":
+        raise common_errors.ConfigError("only tlsKeyStoreType=PEM and tlsTrustStoreType=PEM "
+                                        "are supported")
+    mutual = conf.tlsClientAuthentication
+    return tls.client_context(tls.TlsSettings(
+        cert_file=conf.tlsCertificatePath if mutual else "",
+        key_file=conf.tlsKeyStore if mutual else "",
+        trust_certs_file=conf.tlsTrustStore))
+
+
 class AutoRecoveryService:
     def __init__(
         self,
@@ -42,7 +62,8 @@ class AutoRecoveryService:
         rng: random.Random | None = None,
     ) -> None:
         self.pool = bookie_net.BookieClientPool(
-            bookie_net.ClientSettings(add_timeout_s=30, read_timeout_s=30))
+            bookie_net.ClientSettings(add_timeout_s=30, read_timeout_s=30),
+            ssl_context=client_tls_context(conf))
         self.auditor = auditor.Auditor(store, self.pool, auditor.identity(me, http_address),
                                        auditor_settings(conf))
         self.worker = worker.ReplicationWorker(store, self.pool, me, worker_settings(conf),
