@@ -48,14 +48,18 @@ class BookieConfig:
     )
     journalMaxGroupWaitMSec: int = config.setting(
         "journalMaxGroupWaitMSec", 1,
-        "Longest time an add waits to be grouped with others while adds pile up; a lone add "
-        "is synced at once"
+        "Longest time an add waits to be grouped with others (see journalAdaptiveGroupWrites)"
     )
     journalBufferedWritesThreshold: int = config.setting(
         "journalBufferedWritesThreshold", 512 * 1024, "Bytes after which a journal batch is written"
     )
     journalBufferedEntriesThreshold: int = config.setting(
         "journalBufferedEntriesThreshold", 10000, "Records after which a journal batch is written"
+    )
+    journalAdaptiveGroupWrites: bool = config.setting(
+        "journalAdaptiveGroupWrites", True,
+        "Apply journalMaxGroupWaitMSec only while adds pile up (a lone add is synced at once); "
+        "false: every batch waits for company up to journalMaxGroupWaitMSec"
     )
     journalFlushWhenQueueEmpty: bool = config.setting(
         "journalFlushWhenQueueEmpty", False, "Write a batch as soon as the journal queue is empty"

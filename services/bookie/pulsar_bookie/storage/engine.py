@@ -85,6 +85,7 @@ def journal_settings(conf: bookie_config.BookieConfig) -> journal.JournalSetting
         max_batch_bytes=conf.journalBufferedWritesThreshold,
         max_batch_records=conf.journalBufferedEntriesThreshold,
         flush_when_queue_empty=conf.journalFlushWhenQueueEmpty,
+        adaptive_group_wait=conf.journalAdaptiveGroupWrites,
         queue_size=conf.journalQueueSize,
         max_file_size=conf.journalMaxSizeMB * bookie_config.MB,
     )

@@ -8,8 +8,8 @@ one call. The event loop keeps accepting adds while the thread waits for the
 disk. A batch is written when its oldest record has waited
 journalMaxGroupWaitMSec, when it holds journalBufferedWritesThreshold bytes or
 journalBufferedEntriesThreshold records, or (journalFlushWhenQueueEmpty) as
-soon as nothing else is waiting. The group wait is adaptive: it applies only
-while adds pile up (several records were waiting when the previous sync
+soon as nothing else is waiting. The group wait is adaptive
+(journalAdaptiveGroupWrites, on by default): it applies only while adds pile up (several records were waiting when the previous sync
 ended); a lone add, such as the next one of a producer that waits for each
 acknowledgement, is written and synced at once, since no company is coming
 for it to wait for. Records that arrive during a sync form the next batch
@@ -66,6 +66,8 @@ class JournalSettings:
     max_batch_bytes: int = 512 * 1024
     max_batch_records: int = 10000
     flush_when_queue_empty: bool = False
+    #: journalAdaptiveGroupWrites: the group wait only while adds pile up (see the module doc).
+    adaptive_group_wait: bool = True
     queue_size: int = 10000
     max_file_size: int = 2048 * 1024 * 1024
 
@@ -352,7 +354,7 @@ class Journal:
                 return items
             if self._stopping or (settings.flush_when_queue_empty and not queue):
                 return items
-            if not queue and not (self._busy and len(items) > 1):
+            if not queue and settings.adaptive_group_wait and not (self._busy and len(items) > 1):
                 # Company is expected only while several records keep piling up.
                 return items
             remaining = deadline - time.monotonic()

@@ -271,7 +271,9 @@ async def test_client_refuses_calls_past_its_pending_limit(serve: Serve) -> None
 
 
 async def test_stop_finishes_in_flight_adds_then_refuses_new_ones(serve: Serve) -> None:
-    bookie = await serve(journalMaxGroupWaitMSec=300, journalSyncData=True)
+    # Every batch waits for company, so the adds are held in flight when stop begins.
+    bookie = await serve(journalMaxGroupWaitMSec=300, journalSyncData=True,
+                         journalAdaptiveGroupWrites=False)
     adds = [asyncio.ensure_future(bookie.client.add_entry(L(15), E(i), E(i - 1), b"x", KEY))
             for i in range(5)]
     await wait_until(lambda: bookie.server.adds_in_progress == 5)
