@@ -18,9 +18,12 @@ def bookie(ordinal: int, **changes: object) -> ar.Bookie:
     return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
 
+KNOWN = ar.Progress(known=tuple(f"b{i}:3181" for i in range(3)))
+
+
 def state(**changes: object) -> ar.State:
     base = ar.State(enabled=True, delay_s=60, rolling=False, bookies=[bookie(i) for i in range(3)],
-                    under_replicated=0, current_delay_s=60, progress=ar.Progress(), now_ms=NOW)
+                    under_replicated=0, current_delay_s=60, progress=KNOWN, now_ms=NOW)
     return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
 
@@ -76,10 +79,17 @@ def test_a_bookie_whose_volume_was_lost_is_forgotten_once_nothing_needs_it() -> 
 
 def test_nothing_is_forgotten_while_ledgers_are_under_replicated_or_during_a_rollout() -> None:
     drained = [bookie(0), bookie(1), bookie(2, pod_ready=False, registered=False, ledgers=0)]
-    progress = ar.Progress(lost=("b2:3181",))
+    progress = dataclasses.replace(KNOWN, lost=("b2:3181",))
     assert ar.plan(state(bookies=drained, progress=progress, under_replicated=1)).actions == ()
     assert not any(isinstance(a, ar.ForgetBookie)
                    for a in ar.plan(state(bookies=drained, progress=progress, rolling=True)).actions)
+
+
+def test_a_bookie_never_registered_yet_is_starting_not_lost() -> None:
+    starting = [bookie(0), bookie(1), bookie(2, pod_ready=False, registered=False)]
+    out = ar.plan(state(bookies=starting, progress=ar.Progress(known=("b0:3181", "b1:3181"))))
+    assert out.progress.lost == () and out.events == ()
+    assert ar.plan(state(progress=out.progress)).progress.known == KNOWN.known
 
 
 def test_disabled_autorecovery_does_nothing_and_says_so() -> None:
@@ -98,7 +108,7 @@ observation = st.fixed_dictionaries({
 @settings(max_examples=200, deadline=None)
 @given(st.lists(observation, min_size=1, max_size=30))
 def test_over_any_sequence_forgets_are_safe_and_the_delay_follows_the_rollout(steps: list[dict[str, object]]) -> None:
-    progress, delay, now = ar.Progress(), 60, NOW
+    progress, delay, now = KNOWN, 60, NOW
     for seen in steps:
         down = seen["down"]
         assert isinstance(down, set)

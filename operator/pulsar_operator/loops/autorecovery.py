@@ -7,7 +7,7 @@ sees the pods can do:
 - pause recovery while the bookie StatefulSet rolls (lostBookieRecoveryDelay raised to
   ROLLING_PAUSE_DELAY_S, so a pod restarted by the rollout, back in seconds, starts no
   storm of copies) and restore spec.autoRecovery.lostBookieRecoveryDelaySeconds after;
-- notice bookies that are gone (not registered) and their return;
+- notice bookies that are gone (registered once, not now) and their return;
 - follow the under-replicated ledger count: recovery started, completed and how long it took;
 - replace a bookie whose volume was lost: its pod runs but it cannot register (the
   metadata still holds the cookie of the lost disk); once no ledger names it and nothing
@@ -53,6 +53,8 @@ class Progress:
     replaced: int = 0
     #: Bookies whose cookie was forgotten, until they register again.
     replacing: tuple[str, ...] = ()
+    #: Bookies seen registered once: only those can be lost (a new bookie still starting is not).
+    known: tuple[str, ...] = ()
 
     def to_status(self, under_replicated: int | None, delay_s: int | None) -> dict[str, Any]:
         return {
@@ -65,6 +67,7 @@ class Progress:
             "lastRecoverySeconds": self.last_recovery_s,
             "bookiesReplaced": self.replaced,
             "replacingBookies": list(self.replacing),
+            "knownBookies": list(self.known),
         }
 
     @staticmethod
@@ -81,6 +84,7 @@ class Progress:
             last_recovery_s=float(last) if last is not None else None,
             replaced=int(raw.get("bookiesReplaced") or 0),
             replacing=tuple(str(b) for b in raw.get("replacingBookies") or ()),
+            known=tuple(str(b) for b in raw.get("knownBookies") or ()),
         )
 
 
@@ -137,7 +141,8 @@ def _delay(state: State, events: list[report.Event]) -> tuple[bool, list[Action]
 
 
 def _lost(state: State, events: list[report.Event]) -> tuple[str, ...]:
-    lost = tuple(b.bookie_id for b in state.bookies if not b.registered and not b.pod_ready)
+    lost = tuple(b.bookie_id for b in state.bookies
+                 if not b.registered and not b.pod_ready and b.bookie_id in state.progress.known)
     for bookie_id in lost:
         if bookie_id not in state.progress.lost:
             events.append(report.Event(report.WARNING, "BookieLost", f"bookie {bookie_id} is not registered"))
@@ -203,6 +208,9 @@ def plan(state: State) -> Outcome:
     forgotten = tuple(a.bookie_id for a in actions if isinstance(a, ForgetBookie))
     registered = {b.bookie_id for b in state.bookies if b.registered}
     replacing = tuple(b for b in state.progress.replacing if b not in registered) + forgotten
+    ids = {b.bookie_id for b in state.bookies}
+    known = tuple(sorted((set(state.progress.known) & ids) | registered))
     progress = Progress(paused=paused, lost=lost, recovering_since_ms=since, recoveries=count,
-                        last_recovery_s=last, replaced=state.progress.replaced + len(forgotten), replacing=replacing)
+                        last_recovery_s=last, replaced=state.progress.replaced + len(forgotten), replacing=replacing,
+                        known=known)
     return Outcome(tuple(actions), progress, _condition(state, paused, lost), tuple(events))
