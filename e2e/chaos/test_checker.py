@@ -55,3 +55,14 @@ def test_unavailability_adds_up_gaps_longer_than_a_second() -> None:
 
 def test_no_acknowledged_send_at_all_is_unavailable_the_whole_run() -> None:
     assert checker.unavailability([], start_s=0.0, end_s=30.0) == (30.0, 30.0)
+
+
+def test_gaps_count_for_the_fault_whose_window_they_fall_in() -> None:
+    windows = [(0.0, 10.0, "kill-broker"), (10.0, 20.0, "relay-cut"),
+               (20.0, 30.0, "kill-broker")]
+    successes = [0.5, 1.0, 4.0, 10.5, 11.0, 20.5, 29.5]
+    found = checker.unavailability_by_kind(successes, windows)
+    # kill-broker: 1-4 and 4-10 in its first window, 20.5-29.5 in its second; relay-cut:
+    # 11-20 (the 4-10.5 gap is cut at 10, leaving 0.5 s, under a second, in relay-cut's).
+    assert {k: round(v, 2) for k, v in found.items()} == {"kill-broker": 18.0,
+                                                         "relay-cut": 9.0}

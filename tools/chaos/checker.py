@@ -110,3 +110,16 @@ def unavailability(success_times: list[float], start_s: float, end_s: float) -> 
             longest = max(longest, gap)
         previous = max(previous, at_s)
     return total, longest
+
+
+def unavailability_by_kind(success_times: list[float],
+                           windows: list[tuple[float, float, str]]) -> dict[str, float]:
+    """Seconds without an acknowledged send (gaps over GAP_S) per fault kind, each fault's
+    window running from its start to the next fault's start (a gap across two windows is
+    cut at the boundary)."""
+    found: dict[str, float] = {}
+    for start_s, end_s, kind in windows:
+        inside = [t for t in success_times if start_s <= t < end_s]
+        total, _ = unavailability(inside, start_s, end_s)
+        found[kind] = found.get(kind, 0.0) + total
+    return found

@@ -49,10 +49,12 @@ def markdown(result: dict[str, Any]) -> str:
         f"| messages consumed and acknowledged / read by readers | {result['consumed']} / "
         f"{result['read_by_readers']} |",
         "",
-        "| fault | times |",
-        "|---|---|",
-        *(f"| {kind} | {count} |" for kind, count in result["faults_by_kind"].items()),
-        *(f"| {kind} | skipped: {why} |" for kind, why in result["faults_skipped"].items()),
+        "| fault | times | time without an acknowledged send on any topic, from its start "
+        "to the next fault's |",
+        "|---|---|---|",
+        *(f"| {kind} | {count} | {result['unavailable_s_by_fault_kind'].get(kind, 0.0)} s |"
+          for kind, count in result["faults_by_kind"].items()),
+        *(f"| {kind} | skipped: {why} | |" for kind, why in result["faults_skipped"].items()),
         "",
         "| process | peak RSS (MiB) |",
         "|---|---|",

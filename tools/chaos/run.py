@@ -228,6 +228,9 @@ def evaluate(cluster: chaos_cluster.ChaosCluster, options: RunOptions,
     regressions = checker.regressions(samples, broker_faults)
     unavailable_s, longest_gap_s = checker.unavailability(history.success_times(), run_started,
                                                           run_ended)
+    starts = [f.started_s for f in faults] + [run_ended]
+    windows = [(f.started_s, starts[i + 1], f.kind) for i, f in enumerate(faults)]
+    unavailable_by_kind = checker.unavailability_by_kind(history.success_times(), windows)
     by_kind: dict[str, int] = {}
     for fault in faults:
         by_kind[fault.kind] = by_kind.get(fault.kind, 0) + 1
@@ -255,6 +258,8 @@ def evaluate(cluster: chaos_cluster.ChaosCluster, options: RunOptions,
         "unclosed_ledgers": unclosed_ledgers(cluster, plans),
         "unavailable_s": round(unavailable_s, 2),
         "longest_unavailable_s": round(longest_gap_s, 2),
+        "unavailable_s_by_fault_kind": {kind: round(seconds, 2) for kind, seconds
+                                        in sorted(unavailable_by_kind.items())},
         "acknowledged_sends": sum(t.acknowledged for t in topics),
         "failed_send_attempts": sum(history.send_failures.values()),
         "consumed": sum(history.consumed.values()),
