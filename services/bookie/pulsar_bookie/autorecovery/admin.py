@@ -38,6 +38,10 @@ class AdminRefusal(errors.BookieError):
     """A request the cluster's state does not allow (HTTP 409 with the reason)."""
 
 
+class UnknownBookieError(AdminRefusal):
+    """A bookie neither registered, nor with a cookie, nor named by any ledger (HTTP 404)."""
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -129,6 +133,10 @@ class AutoRecoveryAdmin:
         bookies = await registration.list_bookies(self._store)
         draining = await self._marks.decommissioning()
         ledgers = await self._ledgers_on(bookie_id)
+        known = (any(b.bookie_id == bookie_id for b in bookies) or ledgers
+                 or await self._store.exists(registration.cookie_path(bookie_id)))
+        if not known:
+            raise UnknownBookieError(f"no bookie {bookie_id} in this cluster")
         others = [b for b in bookies
                   if b.writable and b.bookie_id != bookie_id and b.bookie_id not in draining]
         needed = max((m.ensemble_size for m in ledgers), default=0)

@@ -11,6 +11,7 @@
     GET    /api/v1/autorecovery/lost_bookie_recovery_delay   "lostBookieRecoveryDelay value: N"
     PUT    /api/v1/autorecovery/lost_bookie_recovery_delay   {"delay_seconds": N}
     PUT    /api/v1/autorecovery/decommission            {"bookie_src": "host:port"}: drain it
+           (404 for a bookie the cluster does not know)
     GET    /api/v1/autorecovery/decommission?bookie_src=host:port   drain progress
     DELETE /api/v1/autorecovery/decommission?bookie_src=host:port   remove the cookie of a
            stopped, drained bookie (BookKeeper's `decommissionbookie`); 409 otherwise
@@ -98,6 +99,8 @@ def add_routes(app: web.Application, recovery: recovery_admin.AutoRecoveryAdmin)
             return _error(400, f"expected {{\"bookie_src\": \"host:port\"}}: {exc}")
         try:
             status = await recovery.start_decommission(types.BookieId(bookie))
+        except recovery_admin.UnknownBookieError as exc:
+            return _error(404, str(exc))
         except recovery_admin.AdminRefusal as exc:
             return _error(409, str(exc))
         except errors.BookieUnavailableError as exc:

@@ -61,6 +61,8 @@ async def test_decommission_drains_a_live_bookie_then_its_cookie_can_be_removed(
     assert auditor["Auditor"] in {b.bookie_id for b in cluster.bookies}
     assert http(admin, "GET", "/api/v1/autorecovery/list_under_replicated_ledger")[0] == 404
     assert http(admin, "PUT", "/api/v1/autorecovery/decommission", {})[0] == 400
+    assert http(admin, "PUT", "/api/v1/autorecovery/decommission",
+                {"bookie_src": "no-such-host:3181"})[0] == 404
 
     status, started = http(admin, "PUT", "/api/v1/autorecovery/decommission",
                            {"bookie_src": victim.bookie_id})
