@@ -99,8 +99,10 @@ class Auditor:
                 await self._election.acquire(self._me)
                 log.info("this process is the auditor")
                 await self._lead()
-            except (errors.BookieError, metadata_errors.MetadataStoreError) as exc:
-                log.warning("auditor: %s; competing for the election again", exc)
+            except Exception as exc:  # the daemon outlives any one failure
+                log.warning("auditor: %s; competing for the election again", exc,
+                            exc_info=not isinstance(
+                                exc, errors.BookieError | metadata_errors.MetadataStoreError))
                 with contextlib.suppress(metadata_errors.MetadataStoreError):
                     await self._election.release()
                 await asyncio.sleep(TICK_S)

@@ -115,8 +115,9 @@ class ReplicationWorker:
             while True:
                 try:
                     finished_all = await self.run_once()
-                except (errors.BookieError, metadata_errors.MetadataStoreError) as exc:
-                    log.warning("replication round failed: %s", exc)
+                except Exception as exc:  # the daemon outlives any one failure
+                    log.warning("replication round failed: %s", exc, exc_info=not isinstance(
+                        exc, errors.BookieError | metadata_errors.MetadataStoreError))
                     finished_all = False
                 if not finished_all:
                     await asyncio.sleep(RETRY_BACKOFF_S)
