@@ -8,6 +8,8 @@ the module; the tests run in order, as an operator of the cluster would live the
   forgets the lost bookie's cookie and the pod comes back as a new, empty bookie;
 - roll the bookies (a config change): recovery is paused (lostBookieRecoveryDelay raised)
   before the first pod restarts and restored after, and nothing is re-replicated;
+- grow the managed etcd from 1 to 3 members and back to 1, one member at a time, the
+  cluster serving after each;
 - lower spec.bookkeeper.replicas 4 -> 3 while a producer keeps sending, SIGKILL the
   operator in the middle of the decommission and start it again: bookie 3 is drained
   before its pod goes, nothing is under-replicated when it goes, and every acknowledged
@@ -95,6 +97,20 @@ while reader.has_message_available():
 client.close()
 print("READ " + json.dumps(got))
 """
+#: Produces a few messages and reads them back; prints ROUND-TRIP ok.
+ROUND_TRIP = """
+import sys, pulsar
+url, topic = sys.argv[1], sys.argv[2]
+client = pulsar.Client(url, operation_timeout_seconds=60)
+consumer = client.subscribe(topic, "rt", initial_position=pulsar.InitialPosition.Earliest)
+producer = client.create_producer(topic)
+sent = [f"{topic}-{i}" for i in range(10)]
+for body in sent:
+    producer.send(body.encode())
+got = [consumer.receive(timeout_millis=60000).data().decode() for _ in sent]
+client.close()
+print("ROUND-TRIP " + ("ok" if sorted(got) == sorted(sent) else f"mismatch {got}"))
+"""
 #: GETs a bookie admin URL; prints the status and the body.
 HTTP_GET = """
 import sys, urllib.request, urllib.error
@@ -133,6 +149,11 @@ class Live(live_env.LiveCluster):
         assert line is not None, result.stdout[-2000:] + result.stderr[-3000:]
         got: list[str] = json.loads(line[5:])
         return got
+
+    async def round_trip(self, topic: str) -> None:
+        url = (await self.pulsar())["status"]["brokerServiceURL"]
+        result = await self.cluster.run([sys.executable, "-c", ROUND_TRIP, url, topic], timeout_s=150)
+        assert "ROUND-TRIP ok" in result.stdout, result.stdout[-2000:] + result.stderr[-3000:]
 
     async def restart_operator(self) -> None:
         """SIGKILL the operator (its whole process group, by pid), then start it again."""
@@ -308,3 +329,30 @@ async def test_four_to_three_bookies_drains_before_removal_survives_an_operator_
     assert {"DecommissionStarted", "BookieDrained", "BookieDecommissioned"} <= set(reasons), reasons
     print(f"\nDECOMMISSION 4->3: operator killed in phase {killed_in.get('phase')}; scaled after {scaled:.1f} s, "
           f"done after {done:.1f} s, {len(acked)} messages acknowledged meanwhile, all read back")
+
+
+async def test_etcd_grows_to_three_members_and_back_to_one_while_the_cluster_serves(live: Live) -> None:
+    def members(count: int) -> Any:
+        def check(obj: dict[str, Any]) -> bool:
+            membership = condition(obj, "EtcdMembership")
+            return membership.get("reason") == "AsExpected" and f"{count} etcd members" in membership.get("message", "")
+        return check
+
+    started = time.monotonic()
+    await live.kubectl("patch", "pulsarcluster", CLUSTER, "--type", "merge",
+                       "-p", json.dumps({"spec": {"etcd": {"replicas": 3}}}))
+    await live.wait(CLUSTERS, CLUSTER, members(3), "3 etcd members", RECOVERY_TIMEOUT_S)
+    grown = time.monotonic() - started
+    sts = await live.api.get(api.STATEFUL_SETS, NS, f"{CLUSTER}-etcd")
+    assert sts is not None and sts["spec"]["replicas"] == 3
+    await live.round_trip("persistent://public/default/after-etcd-growth")
+    started = time.monotonic()
+    await live.kubectl("patch", "pulsarcluster", CLUSTER, "--type", "merge",
+                       "-p", json.dumps({"spec": {"etcd": {"replicas": 1}}}))
+    await live.wait(CLUSTERS, CLUSTER, members(1), "1 etcd member", RECOVERY_TIMEOUT_S)
+    await live.wait(api.STATEFUL_SETS, f"{CLUSTER}-etcd", lambda s: s["spec"]["replicas"] == 1, "etcd scaled to 1")
+    shrunk = time.monotonic() - started
+    await live.round_trip("persistent://public/default/after-etcd-shrink")
+    reasons = await live.events()
+    assert {"EtcdMemberAdding", "EtcdMemberAdded", "EtcdMemberRemoved"} <= set(reasons), reasons
+    print(f"\nETCD 1->3 in {grown:.1f} s, 3->1 in {shrunk:.1f} s, produce/consume after each")

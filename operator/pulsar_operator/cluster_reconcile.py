@@ -40,16 +40,20 @@ class ObservedSet:
     spec_replicas: int | None
     replicas: int
     ready_replicas: int
+    #: The first container's command line (the etcd loop keeps its --initial-cluster values there).
+    command: tuple[str, ...] = ()
 
     @staticmethod
     def of(sts: dict[str, Any] | None) -> ObservedSet | None:
         if sts is None:
             return None
         status = sts.get("status") or {}
+        containers = (((sts.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or [{}]
         return ObservedSet(
             spec_replicas=(sts.get("spec") or {}).get("replicas"),
             replicas=int(status.get("replicas") or 0),
             ready_replicas=int(status.get("readyReplicas") or 0),
+            command=tuple(str(a) for a in containers[0].get("command") or ()),
         )
 
 
@@ -87,27 +91,34 @@ def with_operator_balancing(spec: cluster_spec.ClusterSpec) -> cluster_spec.Clus
     return dataclasses.replace(spec, broker=broker)
 
 
-ETCD_MEMBERSHIP = "EtcdMembership"
+ETCD_FLAGS = ("--initial-cluster", "--initial-cluster-state")
 
 
 def held_etcd(spec: cluster_spec.ClusterSpec, observed: ObservedSet | None) -> cluster_spec.ClusterSpec | None:
     """spec with the etcd replicas of the running StatefulSet, when the spec asks for another
-    count: members are not added to or removed from a running etcd cluster in this release, and
-    changing the pods alone would break it (new pods could not join; removed ones would take
-    quorum with them). None when nothing is held."""
+    count: the etcd membership loop (loops/etcd_membership.py) changes members and pods one at
+    a time. None when nothing is held."""
     current = observed.spec_replicas if observed else None
     if not spec.etcd.managed or current is None or current == spec.etcd.replicas:
         return None
     return dataclasses.replace(spec, etcd=dataclasses.replace(spec.etcd, replicas=current))
 
 
-def etcd_condition(spec: cluster_spec.ClusterSpec, held: cluster_spec.ClusterSpec | None) -> list[conditions.Condition]:
-    if held is None:
-        return []
-    return [conditions.Condition(
-        ETCD_MEMBERSHIP, False, "ScalingNotAvailable",
-        f"spec.etcd.replicas={spec.etcd.replicas}, but the etcd cluster runs {held.etcd.replicas} members; etcd "
-        "membership changes are not in this release, so the etcd StatefulSet keeps its size")]
+def etcd_membership_owned(objects: list[dict[str, Any]], spec: cluster_spec.ClusterSpec,
+                          observed: ObservedSet | None) -> None:
+    """The etcd StatefulSet updates its pods only when they are deleted (OnDelete: a member's
+    flags matter at its first start only, and restarting members for them would risk quorum),
+    and keeps the --initial-cluster values the membership loop gave it."""
+    name = naming.child_name(spec.name, naming.ETCD)
+    sts = next((o for o in objects if o["kind"] == "StatefulSet" and o["metadata"]["name"] == name), None)
+    if sts is None:
+        return
+    sts["spec"]["updateStrategy"] = {"type": "OnDelete"}
+    live = list(observed.command) if observed else []
+    command = sts["spec"]["template"]["spec"]["containers"][0]["command"]
+    for flag in ETCD_FLAGS:
+        if flag in live and flag in command and live.index(flag) + 1 < len(live):
+            command[command.index(flag) + 1] = live[live.index(flag) + 1]
 
 
 def desired_objects(body: dict[str, Any], spec: cluster_spec.ClusterSpec, bookies: int) -> list[dict[str, Any]]:
@@ -235,10 +246,11 @@ def reconcile(body: dict[str, Any], observed: dict[str, ObservedSet | None], now
     wanted = desired_replicas(applied)
     wanted[naming.BOOKIE] = bookies
     objects = desired_objects(body, applied, bookies)
+    etcd_membership_owned(objects, spec, observed.get(naming.ETCD))
     present = {plan.ObjectRef.of(obj) for obj in objects}
     deletions = tuple(ref for ref in all_child_refs(spec) if ref not in present)
     conds = _conditions(wanted, observed, held, bookies, spec)
-    conds += functions_worker_condition(spec) + etcd_condition(spec, etcd_held)
+    conds += functions_worker_condition(spec)
     status: dict[str, Any] = {
         "observedGeneration": generation,
         "conditions": conditions.merge(old_status.get("conditions"), conds, now, generation),

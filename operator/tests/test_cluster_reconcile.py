@@ -448,17 +448,20 @@ async def test_a_create_that_lost_a_race_patches_the_winner(example: Example) ->
     assert store.objects[result.patched[0]]["metadata"]["labels"] == plan.objects[0]["metadata"]["labels"]
 
 
-def test_a_changed_etcd_member_count_is_held_with_a_condition(example: Example) -> None:
+def test_a_changed_etcd_member_count_is_left_to_the_membership_loop(example: Example) -> None:
     body = cluster(example, etcd__replicas=3)
-    observed = {naming.ETCD: ObservedSet(spec_replicas=1, replicas=1, ready_replicas=1)}
+    live = ("etcd", "--initial-cluster", "pulsar-mini-etcd-0=http://x:2380,pulsar-mini-etcd-1=http://y:2380",
+            "--initial-cluster-state", "existing")
+    observed = {naming.ETCD: ObservedSet(spec_replicas=2, replicas=2, ready_replicas=2, command=live)}
     plan = cluster_reconcile.reconcile(body, observed, NOW)
     etcd = by(plan.objects, "StatefulSet", "pulsar-mini-etcd")
-    assert etcd["spec"]["replicas"] == 1
+    assert etcd["spec"]["replicas"] == 2
+    assert etcd["spec"]["updateStrategy"] == {"type": "OnDelete"}
     command = etcd["spec"]["template"]["spec"]["containers"][0]["command"]
-    initial = command[command.index("--initial-cluster") + 1]
-    assert "pulsar-mini-etcd-1" not in initial
-    held = condition(plan.status, "EtcdMembership")
-    assert (held["status"], held["reason"]) == ("False", "ScalingNotAvailable")
+    assert command[command.index("--initial-cluster") + 1] == live[2]
+    assert command[command.index("--initial-cluster-state") + 1] == "existing"
     created = cluster_reconcile.reconcile(body, {}, NOW)
-    assert by(created.objects, "StatefulSet", "pulsar-mini-etcd")["spec"]["replicas"] == 3
-    assert "EtcdMembership" not in {c["type"] for c in created.status["conditions"]}
+    etcd = by(created.objects, "StatefulSet", "pulsar-mini-etcd")
+    assert etcd["spec"]["replicas"] == 3
+    command = etcd["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert command[command.index("--initial-cluster-state") + 1] == "new"

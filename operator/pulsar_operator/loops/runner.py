@@ -31,6 +31,8 @@ from pulsar_operator.loops import (
     bookie_admin,
     decommission,
     driver,
+    etcd_admin,
+    etcd_membership,
     rebalance,
     report,
 )
@@ -43,7 +45,9 @@ logger = logging.getLogger(__name__)
 #: cut short is planned again next time, and the handler (which holds up deletion) returns.
 LOOP_STEP_TIMEOUT_S = 20.0
 #: The condition types the loops own (kept as they were when a step observes nothing).
-CONDITIONS = (autorecovery.CONDITION, decommission.CONDITION, rebalance.CONDITION)
+CONDITIONS = (autorecovery.CONDITION, decommission.CONDITION, rebalance.CONDITION, etcd_membership.CONDITION)
+#: The most etcd members a PulsarCluster can have (the CRD's maximum).
+ETCD_MEMBERS_MAX = 7
 
 
 def _announcements(old: list[dict[str, Any]], new: list[conditions.Condition]) -> list[report.Event]:
@@ -86,6 +90,66 @@ async def pause_before_rollout(body: dict[str, Any], client: driver.Objects,
     finally:
         await admin.close()
     return True
+
+
+async def _etcd_state(spec: cluster_spec.ClusterSpec, client: driver.Objects, sts: dict[str, Any],
+                      members: list[etcd_membership.Member] | None) -> etcd_membership.State:
+    name = naming.child_name(spec.name, naming.ETCD)
+    ready, pods, volumes, names = {}, set(), set(), {}
+    for i in range(ETCD_MEMBERS_MAX):
+        names[i] = (f"{name}-{i}", f"http://{name}-{i}.{name}-headless.{spec.namespace}.svc:{cluster_config.ETCD_PEER_PORT}")
+        pod = await client.get(ObjectRef("v1", "Pod", spec.namespace, f"{name}-{i}"))
+        if pod is not None:
+            pods.add(i)
+            ready[i] = driver.pod_ready(pod)
+        if await client.get(ObjectRef("v1", "PersistentVolumeClaim", spec.namespace, f"data-{name}-{i}")):
+            volumes.add(i)
+    return etcd_membership.State(spec.etcd.replicas, int((sts.get("spec") or {}).get("replicas") or 0), ready,
+                                 frozenset(pods), frozenset(volumes), members, names)
+
+
+def _with_initial_cluster(sts: dict[str, Any], initial: str) -> list[dict[str, Any]]:
+    """The etcd StatefulSet's containers with the initial cluster a new member starts with."""
+    containers = [dict(c) for c in (((sts.get("spec") or {}).get("template") or {}).get("spec") or {})
+                  .get("containers") or []]
+    command = list(containers[0].get("command") or [])
+    for flag, value in (("--initial-cluster", initial), ("--initial-cluster-state", "existing")):
+        if flag in command:
+            command[command.index(flag) + 1] = value
+    containers[0]["command"] = command
+    return containers
+
+
+async def _etcd(spec: cluster_spec.ClusterSpec, client: driver.Objects, result: driver.Result) -> None:
+    """One step of the etcd membership loop (managed etcd only)."""
+    ref = ObjectRef("apps/v1", "StatefulSet", spec.namespace, naming.child_name(spec.name, naming.ETCD))
+    sts = await client.get(ref) if spec.etcd.managed else None
+    if sts is None:
+        return
+    admin = etcd_admin.EtcdAdmin(f"http://{cluster_config.svc_host(spec, naming.ETCD)}:{cluster_config.ETCD_CLIENT_PORT}")
+    try:
+        outcome = etcd_membership.plan(await _etcd_state(spec, client, sts, await admin.members()))
+        for action in outcome.actions:
+            if isinstance(action, etcd_membership.AddLearner):
+                await admin.add_learner(action.peer_url)
+            elif isinstance(action, etcd_membership.Promote):
+                await admin.promote(action.member_id)
+            elif isinstance(action, etcd_membership.RemoveMember):
+                await admin.remove(action.member_id)
+            elif isinstance(action, etcd_membership.ScaleTo):
+                await client.patch(ref, {"spec": {"replicas": action.replicas, "template": {"spec": {
+                    "containers": _with_initial_cluster(sts, action.initial_cluster)}}}})
+            elif isinstance(action, etcd_membership.ReleaseVolume):
+                await client.delete(ObjectRef("v1", "PersistentVolumeClaim", spec.namespace,
+                                              f"data-{ref.name}-{action.ordinal}"))
+    except errors.OperatorError as exc:
+        logger.warning("etcd membership step failed, planned again next time: %s", exc)
+        result.conditions.append(conditions.Condition(etcd_membership.CONDITION, True, "Retrying", str(exc)[:300]))
+        return
+    finally:
+        await admin.close()
+    result.conditions.append(outcome.condition)
+    result.events.extend(outcome.events)
 
 
 def _deleting(body: dict[str, Any]) -> bool:
@@ -155,6 +219,7 @@ async def run(body: dict[str, Any], status: dict[str, Any], client: driver.Objec
                       or driver.Result())
             if balancing is not None:
                 await _rebalance(spec, client, balancing, body.get("status") or {}, result)
+            await _etcd(spec, client, result)
     except (errors.OperatorError, TimeoutError) as exc:
         logger.warning("controller loops skipped this time: %r", exc)
         result = driver.Result()
