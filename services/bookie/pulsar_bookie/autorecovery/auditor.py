@@ -6,7 +6,9 @@ seen missing becomes due, and every auditorPeriodicBookieCheckInterval (that
 periodic check, and the first one of a new auditor, also marks ledgers whose
 closed fragments share racks while other racks have writable bookies); a
 rewrite of lostBookieRecoveryDelay (trigger_audit) audits at once, without
-waiting for the delay. Every auditorPeriodicCheckInterval it also runs the
+waiting for the delay, while a new value counts from its write for the bookies
+already missing (as BookKeeper's auditor reschedules). Every
+auditorPeriodicCheckInterval it also runs the
 replica check (checker.py). The bookies it has seen missing, and since when,
 live only in the leader: a new auditor starts their clocks again, which
 errs on the side of waiting.
@@ -49,6 +51,22 @@ def _wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
 
+def _on_delay_change(
+    seen: tuple[int, int], fresh: tuple[int, int],
+    missing_since: dict[types.BookieId, int], now_ms: int,
+) -> tuple[bool, dict[types.BookieId, int]]:
+    """BookKeeper's reaction to a write of lostBookieRecoveryDelay: the same value again (what
+    trigger_audit writes) or 0 audits now, every missing bookie due; a new value counts from
+    now for the bookies already missing; a notification without a new write changes nothing.
+    Returns (audit now, missing-since clocks)."""
+    (seen_delay, seen_version), (delay, version) = seen, fresh
+    if version == seen_version:
+        return False, missing_since
+    if delay == seen_delay or delay == 0:
+        return True, missing_since
+    return False, {bookie: now_ms for bookie in missing_since}
+
+
 def identity(bookie_id: str, http_address: str) -> bytes:
     """What the auditor publishes in its election key (read by who_is_auditor)."""
     return json.dumps({"bookieId": bookie_id, "httpAddress": http_address},
@@ -74,7 +92,7 @@ class Auditor:
         self._meta = ledger_metadata.LedgerMetadataStore(store)
         self._election = store.leader_election(underreplication.AUDITOR_ELECTION_PATH)
         self._wake = asyncio.Event()
-        self._force = False
+        self._delay_touched = False
         self._task: asyncio.Task[None] | None = None
         self.audits = 0
         self.ledgers_marked = 0
@@ -110,12 +128,13 @@ class Auditor:
     async def _lead(self) -> None:
         loop = asyncio.get_running_loop()
         watchers = [
-            loop.create_task(self._watch(registration.AVAILABLE_PATH, prefix=True, force=False)),
-            loop.create_task(self._watch(underreplication.DECOMMISSIONING_PATH, prefix=True,
-                                         force=False)),
+            loop.create_task(self._watch(registration.AVAILABLE_PATH, prefix=True)),
+            loop.create_task(self._watch(underreplication.DECOMMISSIONING_PATH, prefix=True)),
             loop.create_task(self._watch(underreplication.LOST_BOOKIE_RECOVERY_DELAY_PATH,
-                                         prefix=False, force=True)),
+                                         prefix=False, delay=True)),
         ]
+        delay_seen = await self._marks.lost_bookie_recovery_delay_record(
+            self._settings.lost_bookie_recovery_delay_s)
         missing_since: dict[types.BookieId, int] = {}
         now = self._now_ms()
         next_bookie_check = now
@@ -127,7 +146,14 @@ class Auditor:
                 due = (self._wake.is_set() or now >= next_bookie_check
                        or (next_due is not None and now >= next_due))
                 if due:
-                    force, self._force = self._force, False
+                    force = False
+                    if self._delay_touched:
+                        self._delay_touched = False
+                        fresh = await self._marks.lost_bookie_recovery_delay_record(
+                            self._settings.lost_bookie_recovery_delay_s)
+                        force, missing_since = _on_delay_change(delay_seen, fresh,
+                                                                missing_since, now)
+                        delay_seen = fresh
                     self._wake.clear()
                     result = await self.audit(missing_since, force=force,
                                               check_placement=now >= next_bookie_check)
@@ -147,12 +173,12 @@ class Auditor:
             for watcher in watchers:
                 await metadata_tasks.cancel_and_wait(watcher)
 
-    async def _watch(self, path: str, *, prefix: bool, force: bool) -> None:
+    async def _watch(self, path: str, *, prefix: bool, delay: bool = False) -> None:
         while True:
             watch = self._store.watch(path, prefix=prefix)
             try:
                 async for _ in watch:
-                    self._force = self._force or force
+                    self._delay_touched = self._delay_touched or delay
                     self._wake.set()
             except metadata_errors.MetadataStoreError:
                 pass

@@ -150,13 +150,17 @@ class UnderReplicationStore:
     # ----- lostBookieRecoveryDelay -----
 
     async def lost_bookie_recovery_delay_s(self, default_s: int) -> int:
+        return (await self.lost_bookie_recovery_delay_record(default_s))[0]
+
+    async def lost_bookie_recovery_delay_record(self, default_s: int) -> tuple[int, int]:
+        """(delay in seconds, version of the record; -1 while it was never written)."""
         result = await self._store.get(LOST_BOOKIE_RECOVERY_DELAY_PATH)
         if result is None:
-            return default_s
+            return default_s, -1
         try:
-            return int(result.value.decode())
+            return int(result.value.decode()), result.stat.version
         except ValueError:
-            return default_s
+            return default_s, result.stat.version
 
     async def set_lost_bookie_recovery_delay_s(self, delay_s: int) -> None:
         await self._store.put(LOST_BOOKIE_RECOVERY_DELAY_PATH, str(delay_s).encode())

@@ -121,7 +121,9 @@ async def test_a_lost_bookie_waits_for_the_delay_unless_an_audit_is_triggered(
         return victim not in {b.bookie_id for b in await registration.list_bookies(store)}
 
     await eventually(unregistered, 30, f"{victim} unregistered")
-    # Nothing to wait for: the auditor saw the change and must leave the ledger alone.
+    # A new value (an operator pausing recovery for a rolling restart) audits nothing now.
+    assert http(admin, "PUT", path, {"delay_seconds": 7200})[0] == 200
+    # Nothing to wait for: the auditor saw the changes and must leave the ledger alone.
     await asyncio.sleep(1.0)
     assert http(admin, "GET", "/api/v1/autorecovery/list_under_replicated_ledger")[0] == 404
     assert await references(store, victim) == [ledger_id]
