@@ -61,10 +61,12 @@ class Brokers(Protocol):
 
 
 class HttpBrokers:
-    """Brokers by id (`host:webPort`, their registration name), reached at http://<id>."""
+    """Brokers by id (`host:webPort`, their registration name), reached at http://<id> (the plain
+    port stays on inside the cluster with spec.tls); `headers` carry the operator's token."""
 
-    def __init__(self) -> None:
-        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S))
+    def __init__(self, headers: Mapping[str, str] | None = None) -> None:
+        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S),
+                                              headers=dict(headers or {}))
 
     async def close(self) -> None:
         await self._session.close()

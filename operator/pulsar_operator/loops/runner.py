@@ -18,12 +18,14 @@ from typing import Any
 from pulsar_common import errors as common_errors
 
 from pulsar_operator import (
+    admin,
     cluster_config,
     cluster_reconcile,
     cluster_spec,
     conditions,
     diffing,
     errors,
+    kube,
     naming,
 )
 from pulsar_operator.loops import (
@@ -169,7 +171,7 @@ async def ready_brokers(spec: cluster_spec.ClusterSpec, client: driver.Objects) 
     return found
 
 
-async def _rebalance(spec: cluster_spec.ClusterSpec, client: driver.Objects, memory: rebalance.Memory,
+async def _rebalance(spec: cluster_spec.ClusterSpec, client: kube.KubeClient, memory: rebalance.Memory,
                      old: dict[str, Any], result: driver.Result) -> None:
     if not rebalance.operator_balances(spec.broker.config):
         result.conditions.append(conditions.Condition(
@@ -181,7 +183,12 @@ async def _rebalance(spec: cluster_spec.ClusterSpec, client: driver.Objects, mem
     except (common_errors.ConfigError, ValueError) as exc:
         result.conditions.append(conditions.Condition(rebalance.CONDITION, False, "InvalidSettings", str(exc)[:300]))
         return
-    brokers = rebalance.HttpBrokers()
+    try:
+        credentials = await admin.credentials_for(spec, client)
+    except errors.OperatorError as exc:
+        result.conditions.append(conditions.Condition(rebalance.CONDITION, False, "Retrying", str(exc)[:300]))
+        return
+    brokers = rebalance.HttpBrokers(credentials.headers())
     try:
         outcome = await rebalance.step(brokers, await ready_brokers(spec, client), conf, memory,
                                        old.get("rebalance") or {}, int(time.time() * 1000))
@@ -198,7 +205,7 @@ async def _rebalance(spec: cluster_spec.ClusterSpec, client: driver.Objects, mem
     result.events.extend(outcome.events)
 
 
-async def run(body: dict[str, Any], status: dict[str, Any], client: driver.Objects, post_event: PostEvent,
+async def run(body: dict[str, Any], status: dict[str, Any], client: kube.KubeClient, post_event: PostEvent,
               now: str, admins: AdminFactory = bookie_admin.HttpBookieAdmin,
               balancing: rebalance.Memory | None = None, rollout: bool = False) -> dict[str, Any]:
     """`status` with the loops' part added (unchanged when the spec is invalid). `balancing` is
