@@ -5,7 +5,8 @@ engine (journal sync off) and RocksDB metadata, as the managed-ledger tests run 
 No sockets and no client: it times the code the managed ledger and the dispatchers run, so
 two versions of that code can be compared on a busy machine. With `--trees
 name=path,name=path` every round runs each tree's code in a child process (PYTHONPATH set
-to that tree's package dirs), alternating, and the best round per tree is kept:
+to that tree's package dirs), alternating; the best and the median round per tree are
+shown (CPU time per message is the steadier figure on a shared machine):
 
     python -m bench.broker_core --trees before=/tmp/wt-base,after=/work/main --rounds 5
 """
@@ -17,6 +18,7 @@ import asyncio
 import json
 import os
 import pathlib
+import statistics
 import struct
 import subprocess
 import sys
@@ -158,6 +160,7 @@ def run(argv: list[str]) -> None:
     trees = dict(item.split("=", 1) for item in options.trees.split(",") if item) or {
         "this": str(here)}
     best: dict[str, dict[str, float]] = {name: {} for name in trees}
+    every: dict[str, dict[str, list[float]]] = {name: {} for name in trees}
     for round_number in range(1, options.rounds + 1):
         for name, path in trees.items():
             figures = _run_tree(pathlib.Path(path), options.entries)
@@ -165,16 +168,22 @@ def run(argv: list[str]) -> None:
                   + ", ".join(f"{label} {figures[key]:,.1f}" for label, key, _ in FIGURES),
                   flush=True)
             for _, key, higher_is_better in FIGURES:
+                every[name].setdefault(key, []).append(figures[key])
                 old = best[name].get(key)
                 if old is None or (figures[key] > old) == higher_is_better:
                     best[name][key] = figures[key]
-    names = list(trees)
-    print(f"{'figure':32}" + "".join(f"{n:>14}" for n in names)
+    medians = {n: {k: statistics.median(v) for k, v in every[n].items()} for n in trees}
+    for title, table in (("best round", best), ("median round", medians)):
+        _print_table(title, list(trees), table)
+
+
+def _print_table(title: str, names: list[str], table: dict[str, dict[str, float]]) -> None:
+    print(f"{title:32}" + "".join(f"{n:>14}" for n in names)
           + (f"{names[-1] + '/' + names[0]:>16}" if len(names) > 1 else ""))
     for label, key, _ in FIGURES:
-        row = f"{label:32}" + "".join(f"{best[n][key]:>14,.1f}" for n in names)
+        row = f"  {label:30}" + "".join(f"{table[n][key]:>14,.1f}" for n in names)
         if len(names) > 1:
-            row += f"{best[names[-1]][key] / best[names[0]][key]:>15.2f}x"
+            row += f"{table[names[-1]][key] / table[names[0]][key]:>15.2f}x"
         print(row)
 
 
