@@ -86,7 +86,10 @@ async def pause_before_rollout(body: dict[str, Any], client: driver.Objects,
     admin = admins(urls)
     try:
         async with asyncio.timeout(LOOP_STEP_TIMEOUT_S):
-            await admin.set_recovery_delay(autorecovery.ROLLING_PAUSE_DELAY_S)
+            # Only when it differs: writing the value the bookies already have acts as
+            # BookKeeper's trigger_audit, which would recover the bookies about to restart.
+            if await admin.recovery_delay() != autorecovery.ROLLING_PAUSE_DELAY_S:
+                await admin.set_recovery_delay(autorecovery.ROLLING_PAUSE_DELAY_S)
     except (errors.OperatorError, TimeoutError) as exc:
         logger.warning("could not pause recovery before the bookies roll: %s", exc)
     finally:
