@@ -162,7 +162,13 @@ class BrokerConfig:
         "subscriptionRedeliveryTrackerEnabled", True
     )
     subscription_key_shared_use_consistent_hashing: bool = setting(
-        "subscriptionKeySharedUseConsistentHashing", False
+        "subscriptionKeySharedUseConsistentHashing", False,
+        "Key_Shared (AUTO_SPLIT) assigns keys by a consistent-hashing ring instead of splitting "
+        "hash ranges"
+    )
+    subscription_key_shared_consistent_hashing_replica_points: int = setting(
+        "subscriptionKeySharedConsistentHashingReplicaPoints", 100,
+        "Points per consumer on the consistent-hashing ring"
     )
     # Namespace policies applied to topics (see pulsar_broker.topics.policies).
     managed_ledger_max_ensemble_size: int = setting(
@@ -352,6 +358,13 @@ class BrokerConfig:
             require_trusted_client_cert=self.tls_require_trusted_client_cert_on_connect,
             protocols=self.tls_protocols, ciphers=self.tls_ciphers)
 
+    @property
+    def key_shared_replica_points(self) -> int:
+        """Ring points per Key_Shared consumer; 0 when keys go by split hash ranges."""
+        if not self.subscription_key_shared_use_consistent_hashing:
+            return 0
+        return self.subscription_key_shared_consistent_hashing_replica_points
+
     def service_urls(self) -> ServiceUrls:
         host = self.advertised_address
         broker_tls = (None if self.broker_service_port_tls is None
@@ -391,9 +404,9 @@ class BrokerConfig:
 def _validate(conf: BrokerConfig) -> None:
     """Refuse values we would otherwise ignore: a setting that does nothing is worse than
     a clear error."""
-    if conf.subscription_key_shared_use_consistent_hashing:
-        raise errors.ConfigError("subscriptionKeySharedUseConsistentHashing=true is not supported "
-                                 "yet: Key_Shared uses auto-split hash ranges")
+    if conf.subscription_key_shared_consistent_hashing_replica_points < 1:
+        raise errors.ConfigError("subscriptionKeySharedConsistentHashingReplicaPoints must be "
+                                 "at least 1")
     if conf.allow_auto_topic_creation_type not in ("non-partitioned", "partitioned"):
         raise errors.ConfigError("allowAutoTopicCreationType must be non-partitioned or partitioned")
     if conf.metadata_store_session_timeout_millis < 1000:

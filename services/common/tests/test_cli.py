@@ -17,11 +17,11 @@ def test_pulsar_help_lists_commands():
 def test_an_invalid_setting_is_a_clear_error_not_a_traceback(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "pulsar_common.cli.main", "standalone", "--data-dir",
-         str(tmp_path), "--conf", "subscriptionKeySharedUseConsistentHashing=true"],
+         str(tmp_path), "--conf", "subscriptionKeySharedConsistentHashingReplicaPoints=0"],
         capture_output=True, text=True,
     )
     assert result.returncode == 2
-    assert "subscriptionKeySharedUseConsistentHashing=true is not supported yet" in result.stderr
+    assert "subscriptionKeySharedConsistentHashingReplicaPoints must be at least 1" in result.stderr
     assert "Traceback" not in result.stderr
 
 

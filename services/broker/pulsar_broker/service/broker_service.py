@@ -144,6 +144,7 @@ class BrokerService:
             name, ledger, self.config.dispatcher_max_read_batch_size,
             self.config.subscription_redelivery_tracker_enabled,
             max_read_bytes=self.config.dispatcher_max_read_size_bytes,
+            key_shared_replica_points=self.config.key_shared_replica_points,
             compaction=None if self.ledger_client is None else compactor.TopicCompaction(
                 str(name), ledger, self.ledger_client,
                 quorum=compactor.LedgerQuorum(ledger_config.ensemble_size,

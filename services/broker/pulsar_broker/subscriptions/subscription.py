@@ -45,8 +45,10 @@ class Subscription:
         track_redeliveries: bool = True,
         delayed_settings: delayed_delivery.DelayedDeliverySettings | None = None,
         max_read_bytes: int = dispatch.MAX_READ_BYTES,
+        key_shared_replica_points: int = 0,
     ) -> None:
         self.topic_name = topic_name
+        self.key_shared_replica_points = key_shared_replica_points
         self.name = name
         self.cursor = cursor
         self.sub_type = sub_type
@@ -60,6 +62,7 @@ class Subscription:
             cursor, sub_type, partition_index=partition_index, max_read_batch=max_read_batch,
             redelivery_count=self.redelivery_count, on_active_change=self._announce_active,
             delayed_settings=delayed_settings, max_read_bytes=max_read_bytes,
+            key_shared_replica_points=key_shared_replica_points,
         )
         self.msg_acked = 0
 
@@ -95,6 +98,7 @@ class Subscription:
             max_read_batch=old.max_read_batch, redelivery_count=self.redelivery_count,
             on_active_change=self._announce_active, delayed_settings=self.delayed_settings,
             max_read_bytes=old.max_read_bytes,
+            key_shared_replica_points=self.key_shared_replica_points,
         )
         old.retire()
         self.cursor.rewind()
@@ -150,11 +154,12 @@ class Subscription:
         if cumulative:
             if self.sub_type in (SubType.SHARED, SubType.KEY_SHARED):
                 raise errors.InvalidRequestError("Cumulative ack is not allowed on Shared subscriptions")
-            if position.entry_id > 0:
-                before = ml.Position(position.ledger_id, position.entry_id - 1)
-                consumer.acknowledged_up_to(before)
-                if before > self.cursor.mark_delete_position:
-                    await self.cursor.mark_delete(before)
+            # Just before the batch; for a ledger's first entry, (ledger, -1) stands for the
+            # end of every earlier ledger, as a mark-delete position may.
+            before = ml.Position(position.ledger_id, position.entry_id - 1)
+            consumer.acknowledged_up_to(before)
+            if before > self.cursor.mark_delete_position:
+                await self.cursor.mark_delete(before)
         await self.cursor.delete_batch_indexes(position, ack_set)
         if self.cursor.is_acknowledged(position):
             self._forget_acknowledged(consumer, position)
@@ -248,6 +253,7 @@ def new_dispatcher(
     on_active_change: Callable[[Consumer | None], None] | None = None,
     delayed_settings: delayed_delivery.DelayedDeliverySettings | None = None,
     max_read_bytes: int = dispatch.MAX_READ_BYTES,
+    key_shared_replica_points: int = 0,
 ) -> dispatch.Dispatcher:
     """The dispatcher of a subscription type's delivery model."""
     if sub_type in (SubType.EXCLUSIVE, SubType.FAILOVER):
@@ -255,9 +261,12 @@ def new_dispatcher(
             cursor, partition_index=partition_index, max_read_batch=max_read_batch,
             redelivery_count=redelivery_count, max_read_bytes=max_read_bytes,
             on_active_change=on_active_change)
-    model = key_shared.KeySharedDispatcher if sub_type is SubType.KEY_SHARED else (
-        shared.SharedDispatcher)
-    return model(
+    if sub_type is SubType.KEY_SHARED:
+        return key_shared.KeySharedDispatcher(
+            cursor, partition_index=partition_index, max_read_batch=max_read_batch,
+            redelivery_count=redelivery_count, max_read_bytes=max_read_bytes,
+            delayed_settings=delayed_settings, replica_points=key_shared_replica_points)
+    return shared.SharedDispatcher(
         cursor, partition_index=partition_index, max_read_batch=max_read_batch,
         redelivery_count=redelivery_count, max_read_bytes=max_read_bytes,
         delayed_settings=delayed_settings)

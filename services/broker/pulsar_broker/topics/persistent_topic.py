@@ -60,11 +60,14 @@ class PersistentTopic:
     def __init__(self, name: naming.TopicName, ledger: ml.ManagedLedger, max_read_batch: int,
                  track_redeliveries: bool = True,
                  max_read_bytes: int = dispatch.MAX_READ_BYTES,
-                 compaction: compactor.TopicCompaction | None = None) -> None:
+                 compaction: compactor.TopicCompaction | None = None,
+                 key_shared_replica_points: int = 0) -> None:
         self.name = name
         self.ledger = ledger
         self.max_read_batch = max_read_batch
         self.max_read_bytes = max_read_bytes
+        #: subscriptionKeySharedConsistentHashingReplicaPoints, 0 without consistent hashing.
+        self.key_shared_replica_points = key_shared_replica_points
         self.track_redeliveries = track_redeliveries
         self.producers: dict[int, Producer] = {}
         self.subscriptions: dict[str, Subscription] = {}
@@ -262,6 +265,7 @@ class PersistentTopic:
             str(self.name), name, cursor, sub_type, self.name.partition_index,
             self.max_read_batch, self.track_redeliveries, delayed_settings=self.policies.delayed,
             max_read_bytes=self.max_read_bytes,
+            key_shared_replica_points=self.key_shared_replica_points,
         )
         self.subscriptions[name] = subscription
         return subscription
@@ -282,7 +286,8 @@ class PersistentTopic:
             str(self.name), existing.name, await self._compacted_cursor(existing.cursor, False),
             existing.sub_type, self.name.partition_index, self.max_read_batch,
             self.track_redeliveries, delayed_settings=self.policies.delayed,
-            max_read_bytes=self.max_read_bytes)
+            max_read_bytes=self.max_read_bytes,
+            key_shared_replica_points=self.key_shared_replica_points)
         self.subscriptions[existing.name] = subscription
         return subscription
 
@@ -328,7 +333,8 @@ class PersistentTopic:
         self.subscriptions[name] = Subscription(
             str(self.name), name, cursor, SubType.EXCLUSIVE, self.name.partition_index,
             self.max_read_batch, self.track_redeliveries, delayed_settings=self.policies.delayed,
-            max_read_bytes=self.max_read_bytes)
+            max_read_bytes=self.max_read_bytes,
+            key_shared_replica_points=self.key_shared_replica_points)
 
     async def enable_deduplication(self) -> None:
         self.deduplication = deduplication.MessageDeduplication(self.ledger)
@@ -343,7 +349,8 @@ class PersistentTopic:
                 self.subscriptions[cursor.name] = Subscription(
                     str(self.name), cursor.name, cursor, SubType.EXCLUSIVE,
                     self.name.partition_index, self.max_read_batch, self.track_redeliveries,
-                    delayed_settings=self.policies.delayed, max_read_bytes=self.max_read_bytes)
+                    delayed_settings=self.policies.delayed, max_read_bytes=self.max_read_bytes,
+            key_shared_replica_points=self.key_shared_replica_points)
 
     async def remove_subscription_if_idle(self, subscription: Subscription) -> None:
         """A reader's subscription ends with its last consumer."""

@@ -147,3 +147,28 @@ async def test_exclusive_redelivery_rewinds_to_the_first_unacknowledged_entry(
         assert cnx.sent[3:] == positions[1:]
     finally:
         await subscription.close()
+
+
+async def test_key_shared_with_consistent_hashing_gives_each_key_the_owner_on_the_ring(
+        ledger: ml.ManagedLedger) -> None:
+    cursor = await ledger.open_cursor("ring", ml.InitialPosition.EARLIEST)
+    subscription = Subscription(NAME, cursor.name, cursor, SubType.KEY_SHARED, -1, 100,
+                                key_shared_replica_points=50)
+    cnxs = {name: broker_testing.RecordingConnection() for name in ("a", "b", "c")}
+    consumers = {name: connect(subscription, cnx, i, name)
+                 for i, (name, cnx) in enumerate(cnxs.items())}
+    dispatcher = subscription.dispatcher
+    assert isinstance(dispatcher, key_shared.KeySharedDispatcher)
+    keys = [f"key-{i}" for i in range(30)]
+    positions = {key: await ledger.add_entry(entry(i, key)) for i, key in enumerate(keys)}
+    subscription.new_entries()
+    try:
+        await wait_for(lambda: sum(len(c.sent) for c in cnxs.values()) == 30, "every entry")
+        for key, position in positions.items():
+            owner = dispatcher.ranges.owner(selection.murmur3_32(key.encode()))
+            assert owner is not None
+            assert position in cnxs[owner.consumer_name].sent
+        assert all(cnx.sent for cnx in cnxs.values())  # 30 keys over 3 consumers: all used
+        assert {c.consumer_name for c in consumers.values()} == set(cnxs)
+    finally:
+        await subscription.close()
