@@ -61,6 +61,27 @@ async def test_a_cumulative_ack_inside_a_batch_acks_the_entries_before_it_and_pa
         await stack.stop()
 
 
+async def test_a_cumulative_ack_inside_a_batch_opening_a_ledger_acks_the_earlier_ledgers(
+        tmp_path: pathlib.Path) -> None:
+    stack = await broker_testing.start_managed_ledger_stack(
+        tmp_path, clock.ManualClock(), max_entries_per_ledger=2)
+    try:
+        ledger = await stack.factory.open("public/default/persistent/cumulative-new-ledger")
+        cursor = await ledger.open_cursor("sub", ml.InitialPosition.EARLIEST)
+        p = [await ledger.add_entry(b"entry-%d" % i) for i in range(4)]
+        assert p[2].ledger_id != p[1].ledger_id and p[2].entry_id == 0
+        subscription = Subscription("t", "sub", cursor, SubType.EXCLUSIVE, -1, 100)
+        consumer = Consumer(broker_testing.RecordingConnection(), 1, "c", SubType.EXCLUSIVE,
+                            0, -1, 0)
+        await subscription.acknowledge_batch_indexes(consumer, p[2], [0b110], True)
+        assert cursor.is_acknowledged(p[1]) and not cursor.is_acknowledged(p[2])
+        assert cursor.number_of_entries_in_backlog == 2
+        assert [e.position for e in await cursor.read_entries(10)] == p[2:]
+        await subscription.close()
+    finally:
+        await stack.stop()
+
+
 async def test_a_cumulative_ack_is_refused_on_a_shared_subscription(
         tmp_path: pathlib.Path) -> None:
     stack = await broker_testing.start_managed_ledger_stack(tmp_path, clock.ManualClock())
