@@ -95,3 +95,24 @@ def test_batch_index_acks_outlive_a_sigkill_of_the_broker(tmp_path):
         client.close()
     finally:
         node.stop()
+
+
+def test_a_negatively_acknowledged_message_comes_back_alone_not_its_whole_batch(
+        standalone, client, topic):
+    consumer = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Shared,
+                                batch_index_ack_enabled=True,
+                                negative_ack_redelivery_delay_ms=100)
+    produce_one_batch(client, topic)
+    got = receive_all(consumer, BATCH, ack=False)
+    for msg in got:
+        if msg.data() != b"3":
+            consumer.acknowledge(msg)
+    stats_url = f"{standalone.web_url}/admin/v2/{topic.replace('://', '/')}/stats"
+    testing.wait_until(
+        lambda: get_json(stats_url)["subscriptions"]["sub"]["unackedMessages"] == 1,
+        30, "the batch-index acks at the broker")
+    consumer.negative_acknowledge(next(m for m in got if m.data() == b"3"))
+    again = consumer.receive(timeout_millis=10_000)
+    assert again.data() == b"3" and again.redelivery_count() == 1
+    consumer.acknowledge(again)
+    assert nothing_more(consumer)
