@@ -158,6 +158,20 @@ class BrokerConfig:
     dispatcher_max_read_batch_size: int = setting("dispatcherMaxReadBatchSize", 100)
     dispatcher_max_read_size_bytes: int = setting("dispatcherMaxReadSizeBytes", 5 * ONE_MB)
     max_unacked_messages_per_consumer: int = setting("maxUnackedMessagesPerConsumer", 50000)
+    max_producers_per_topic: int = setting(
+        "maxProducersPerTopic", 0, "Producers a topic admits at most (0: no limit)")
+    max_consumers_per_topic: int = setting(
+        "maxConsumersPerTopic", 0, "Consumers a topic admits at most (0: no limit)")
+    max_consumers_per_subscription: int = setting(
+        "maxConsumersPerSubscription", 0, "Consumers a subscription admits at most (0: no limit)")
+    max_subscriptions_per_topic: int = setting(
+        "maxSubscriptionsPerTopic", 0, "Subscriptions a topic may have (0: no limit)")
+    max_publish_rate_per_topic_in_messages: int = setting(
+        "maxPublishRatePerTopicInMessages", 0,
+        "Messages per second a topic accepts when its namespace sets no publishRate (0: no limit)")
+    max_publish_rate_per_topic_in_bytes: int = setting(
+        "maxPublishRatePerTopicInBytes", 0,
+        "Bytes per second a topic accepts when its namespace sets no publishRate (0: no limit)")
     subscription_redelivery_tracker_enabled: bool = setting(
         "subscriptionRedeliveryTrackerEnabled", True
     )

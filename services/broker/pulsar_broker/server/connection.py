@@ -45,6 +45,11 @@ OUTBOUND_HIGH_WATER_BYTES = 4 * 1024 * 1024
 OUTBOUND_BATCH_BYTES = 256 * 1024
 
 
+#: Reasons to stop reading a connection's frames.
+PAUSED_FOR_PENDING_SENDS = "pending-sends"
+PAUSED_FOR_PUBLISH_RATE = "publish-rate"
+
+
 class ProducerHandle:
     """A producer as this connection sees it: receipts go back strictly in SEND order."""
 
@@ -89,7 +94,8 @@ class ServerConnection(asyncio.Protocol):
         #: Producers still being admitted (a WaitForExclusive one waits for its turn there).
         self.waiting_producers: dict[int, asyncio.Task[Any]] = {}
         self.pending_sends = 0
-        self._reading_paused = False
+        #: Why reading is paused (pending sends over the limit, a publish rate); empty: reading.
+        self._pause_reasons: set[str] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._keepalive: asyncio.TimerHandle | None = None
         self._seen_since_ping = True
@@ -238,16 +244,35 @@ class ServerConnection(asyncio.Protocol):
 
     def send_started(self) -> None:
         self.pending_sends += 1
-        limit = self.config.max_pending_publish_requests_per_connection
-        if self.pending_sends >= limit and not self._reading_paused and self.transport:
-            self._reading_paused = True
-            self.transport.pause_reading()
+        if self.pending_sends >= self.config.max_pending_publish_requests_per_connection:
+            self._pause_reading(PAUSED_FOR_PENDING_SENDS)
 
     def send_finished(self) -> None:
         self.pending_sends -= 1
         limit = self.config.max_pending_publish_requests_per_connection
-        if self._reading_paused and self.pending_sends <= limit // 2 and self.transport:
-            self._reading_paused = False
+        if self.pending_sends <= limit // 2:
+            self._resume_reading(PAUSED_FOR_PENDING_SENDS)
+
+    def throttle_publishing(self, pause_s: float) -> None:
+        """Stop reading for pause_s: a topic of this connection is over its publish rate (as
+        Apache's broker pauses the channel); already throttled: the running pause stands."""
+        if PAUSED_FOR_PUBLISH_RATE in self._pause_reasons:
+            return
+        self._pause_reading(PAUSED_FOR_PUBLISH_RATE)
+        asyncio.get_running_loop().call_later(
+            pause_s, self._resume_reading, PAUSED_FOR_PUBLISH_RATE)
+
+    def _pause_reading(self, reason: str) -> None:
+        if not self._pause_reasons and self.transport is not None:
+            self.transport.pause_reading()
+        self._pause_reasons.add(reason)
+
+    def _resume_reading(self, reason: str) -> None:
+        if reason not in self._pause_reasons:
+            return
+        self._pause_reasons.discard(reason)
+        if not self._pause_reasons and self.transport is not None \
+                and not self.transport.is_closing():
             self.transport.resume_reading()
 
     # Keepalive

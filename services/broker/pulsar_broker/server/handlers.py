@@ -267,6 +267,10 @@ class Handlers:
                     request.sequence_id, highest))
         handle.in_flight.append((added, request.sequence_id, highest, num_messages))
         self.cnx.send_started()
+        if isinstance(handle.topic, PersistentTopic):
+            pause_s = handle.topic.publish_pause_s(num_messages, len(data), time.monotonic())
+            if pause_s > 0:
+                self.cnx.throttle_publishing(pause_s)
         added.add_done_callback(lambda _f: self._send_receipts(handle))
 
     @staticmethod
@@ -364,10 +368,14 @@ class Handlers:
         subscription = await topic.subscribe(
             request.subscription, sub_type, durable, initial, start, inclusive,
             read_compacted=request.read_compacted)
+        max_unacked = self.service.config.max_unacked_messages_per_consumer
+        if isinstance(topic, PersistentTopic):
+            topic.check_consumer_admission(len(subscription.consumers))
+            if topic.policies.limits.max_unacked_per_consumer is not None:
+                max_unacked = topic.policies.limits.max_unacked_per_consumer
         consumer = Consumer(
             self.cnx, request.consumer_id, request.consumer_name or f"consumer-{request.consumer_id}",
-            sub_type, request.priority_level, topic_name.partition_index,
-            self.service.config.max_unacked_messages_per_consumer,
+            sub_type, request.priority_level, topic_name.partition_index, max_unacked,
         )
         subscription.add_consumer(consumer)
         self.cnx.consumers[request.consumer_id] = ConsumerHandle(topic, subscription, consumer)

@@ -22,8 +22,14 @@ from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.subscriptions import dispatcher as dispatch
 from pulsar_broker.subscriptions.consumer import SubType
-from pulsar_broker.subscriptions.subscription import Subscription
-from pulsar_broker.topics import backlog_quota, deduplication, policies, producer_access
+from pulsar_broker.subscriptions.subscription import ConsumerBusyError, Subscription
+from pulsar_broker.topics import (
+    backlog_quota,
+    deduplication,
+    policies,
+    producer_access,
+    publish_rate,
+)
 from pulsar_broker.topics.compaction import compactor
 from pulsar_broker.topics.compaction.compacted_cursor import CompactedCursor
 from pulsar_broker.topics.producer_access import AccessMode
@@ -79,6 +85,7 @@ class PersistentTopic:
         self.deduplication: deduplication.MessageDeduplication | None = None
         #: The namespace's policies as they apply here (kept current by the PolicyEnforcer).
         self.policies = policies.TopicPolicies()
+        self._publish_limiter: publish_rate.PublishRateLimiter | None = None
         stored = ledger.properties.get(producer_access.EPOCH_PROPERTY)
         self.access = producer_access.ProducerAccess(None if stored is None else int(stored))
         self._waiting: collections.deque[_Waiter] = collections.deque()
@@ -99,6 +106,9 @@ class PersistentTopic:
         announce. A WaitForExclusive producer calls on_queued when it has to wait, and
         returns once it is its turn. Refusals raise ProducerBusyError/ProducerFencedError."""
         self._check_open()
+        limit = self.policies.limits.max_producers
+        if limit and len(self.producers) >= limit:
+            raise producer_access.ProducerBusyError("Topic reached max producers limit")
         decision = self.access.admit(access_mode, name, topic_epoch, bool(self.producers))
         if isinstance(decision, producer_access.Queue):
             epoch: int | None = await self._persist_epoch(
@@ -238,6 +248,8 @@ class PersistentTopic:
             raise errors.NotAllowedError(
                 "readCompacted only allowed on failover or exclusive subscriptions")
         existing = self.subscriptions.get(name)
+        if existing is None:
+            self._check_subscriptions_limit()
         if existing is not None:
             if read_compacted and not existing.consumers and not isinstance(
                     existing.cursor, CompactedCursor):
@@ -290,6 +302,34 @@ class PersistentTopic:
             key_shared_replica_points=self.key_shared_replica_points)
         self.subscriptions[existing.name] = subscription
         return subscription
+
+    def _check_subscriptions_limit(self) -> None:
+        limit = self.policies.limits.max_subscriptions
+        users = [name for name in self.subscriptions if name != compactor.COMPACTION_SUBSCRIPTION]
+        if limit and len(users) >= limit:
+            raise errors.NotAllowedError("Topic reached max subscriptions limit")
+
+    def check_consumer_admission(self, subscription_consumers: int) -> None:
+        """Refuse a consumer past maxConsumersPerTopic / maxConsumersPerSubscription, given
+        how many consumers its subscription has."""
+        limits = self.policies.limits
+        if limits.max_consumers and sum(
+                len(s.consumers) for s in self.subscriptions.values()) >= limits.max_consumers:
+            raise ConsumerBusyError("Topic reached max consumers limit")
+        if (limits.max_consumers_per_subscription
+                and subscription_consumers >= limits.max_consumers_per_subscription):
+            raise ConsumerBusyError("Subscription reached max consumers limit")
+
+    def publish_pause_s(self, messages: int, size: int, now_s: float) -> float:
+        """Seconds the sender must stop sending to keep the topic within its publish rate."""
+        rate = self.policies.publish_rate
+        if not rate.limited:
+            self._publish_limiter = None
+            return 0.0
+        limiter = self._publish_limiter
+        if limiter is None or limiter.rate != rate:
+            limiter = self._publish_limiter = publish_rate.PublishRateLimiter(rate, now_s)
+        return limiter.record(messages, size, now_s)
 
     async def last_entry(self, cursor: ml.ManagedCursor) -> tuple[ml.Position, bytes | None]:
         """The last message a consumer on this cursor can get (GET_LAST_MESSAGE_ID) and its

@@ -21,6 +21,7 @@ from pulsar_common import errors as common_errors
 from pulsar_broker import config as broker_config
 from pulsar_broker.managed_ledger import config as ml_config
 from pulsar_broker.subscriptions.delayed_delivery import DelayedDeliverySettings
+from pulsar_broker.topics.publish_rate import PublishRate
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,18 @@ class BacklogQuota:
 
 
 @dataclasses.dataclass(frozen=True)
+class Limits:
+    """Admission limits of a topic; 0 means no limit (Apache's max*PerTopic settings)."""
+
+    max_producers: int = 0
+    max_consumers: int = 0
+    max_consumers_per_subscription: int = 0
+    max_subscriptions: int = 0
+    #: maxUnackedMessagesPerConsumer of the namespace; None: the broker's setting.
+    max_unacked_per_consumer: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class TopicPolicies:
     """The namespace's policies as they apply to one topic, broker defaults filled in."""
 
@@ -74,6 +87,9 @@ class TopicPolicies:
     delayed: DelayedDeliverySettings = dataclasses.field(default_factory=DelayedDeliverySettings)
     #: Compact once the compaction backlog holds more bytes than this (0: never automatically).
     compaction_threshold_bytes: int = 0
+    limits: Limits = Limits()
+    #: publishRate of the namespace, else maxPublishRatePerTopicIn* of the broker.
+    publish_rate: PublishRate = PublishRate()
 
 
 def resolve(policies: Mapping[str, Any] | None, conf: broker_config.BrokerConfig,
@@ -99,7 +115,33 @@ def resolve(policies: Mapping[str, Any] | None, conf: broker_config.BrokerConfig
         compaction_threshold_bytes=int(
             conf.broker_service_compaction_threshold_in_bytes
             if policies.get("compaction_threshold") is None else policies["compaction_threshold"]),
+        limits=_limits(policies, conf),
+        publish_rate=_publish_rate(policies.get("publishMaxMessageRate"), conf),
     )
+
+
+def _limits(policies: Mapping[str, Any], conf: broker_config.BrokerConfig) -> Limits:
+    def pick(field: str, default: int) -> int:
+        value = policies.get(field)
+        return default if value is None else int(value)
+
+    unacked = policies.get("max_unacked_messages_per_consumer")
+    return Limits(
+        max_producers=pick("max_producers_per_topic", conf.max_producers_per_topic),
+        max_consumers=pick("max_consumers_per_topic", conf.max_consumers_per_topic),
+        max_consumers_per_subscription=pick("max_consumers_per_subscription",
+                                            conf.max_consumers_per_subscription),
+        max_subscriptions=pick("max_subscriptions_per_topic", conf.max_subscriptions_per_topic),
+        max_unacked_per_consumer=None if unacked is None else int(unacked))
+
+
+def _publish_rate(stored: Mapping[str, Any] | None,
+                  conf: broker_config.BrokerConfig) -> PublishRate:
+    if stored:
+        return PublishRate(int(stored.get("publishThrottlingRateInMsg", -1)),
+                           int(stored.get("publishThrottlingRateInByte", -1)))
+    return PublishRate(conf.max_publish_rate_per_topic_in_messages,
+                       conf.max_publish_rate_per_topic_in_bytes)
 
 
 def _delayed(stored: Mapping[str, Any] | None, conf: broker_config.BrokerConfig
