@@ -21,6 +21,8 @@ CLUSTERS = "/admin/clusters"
 POLICIES = "/admin/policies"
 PARTITIONED = "/admin/partitioned-topics"
 MANAGED_LEDGERS = "/managed-ledgers"
+#: Topic-level policies (Apache keeps them in a system topic; here one record per topic).
+TOPIC_POLICIES = "/admin/topic-policies"
 
 DEFAULT_BUNDLES = 4
 FULL_RANGE = 0x100000000
@@ -138,6 +140,34 @@ class PulsarResources:
             await self.store.delete(f"{CLUSTERS}/{cluster}/failureDomain/{name}")
         except md_errors.NotFoundError as exc:
             raise errors.NotFoundError("Domain does not exist") from exc
+
+    # Topic-level policies (Apache's TopicPolicies fields: retentionPolicies, messageTTLInSeconds,
+    # maxProducerPerTopic, ...); a topic without any has no record.
+
+    async def get_topic_policies(self, topic: naming.TopicName) -> dict[str, Any]:
+        found = await self._get_json(f"{TOPIC_POLICIES}/{topic.persistence_name}")
+        return {} if found is None else dict(found[0])
+
+    async def set_topic_policies(self, topic: naming.TopicName, value: dict[str, Any]) -> None:
+        """Replace the topic's record; an empty one is deleted."""
+        path = f"{TOPIC_POLICIES}/{topic.persistence_name}"
+        current = await self._get_json(path)
+        if not value:
+            if current is not None:
+                try:
+                    await self.store.delete(path, current[1])
+                except md_errors.BadVersionError as exc:
+                    raise errors.ConflictError("Topic policies were modified concurrently") from exc
+                except md_errors.NotFoundError:
+                    pass
+            return
+        if current is None:
+            await self._create(path, value, "Topic policies")
+        else:
+            try:
+                await self.store.put(path, _dump(value), current[1])
+            except md_errors.BadVersionError as exc:
+                raise errors.ConflictError("Topic policies were modified concurrently") from exc
 
     # Tenants
 

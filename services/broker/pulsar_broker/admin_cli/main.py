@@ -27,6 +27,7 @@ from pulsar_broker.admin_cli import (
     output,
     schemas,
     tenants,
+    topic_policies,
     topics,
     units,
 )
@@ -44,8 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
              f"or {DEFAULT_ADMIN_URL})")
     security.add_arguments(parser, ("--tls-trust-cert-path",))
     groups = parser.add_subparsers(dest="group", metavar="<group>")
-    for module in (clusters, tenants, namespaces, topics, brokers, broker_stats, bookies, schemas,
-                   functions):
+    for module in (clusters, tenants, namespaces, topics, topic_policies, brokers, broker_stats,
+                   bookies, schemas, functions):
         module.register(groups)
     return parser
 

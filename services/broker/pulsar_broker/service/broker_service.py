@@ -137,7 +137,7 @@ class BrokerService:
 
     async def _load(self, name: naming.TopicName) -> PersistentTopic:
         await self.check_namespace(name.namespace_name)
-        topic_policies = await self.policies.policies_of(name.namespace_name)
+        topic_policies = await self.policies.policies_of_topic(name)
         ledger_config = self.policies.ledger_config(topic_policies)
         ledger = await self.ledger_factory.open(name.persistence_name, ledger_config)
         topic = PersistentTopic(

@@ -92,6 +92,32 @@ class TopicPolicies:
     publish_rate: PublishRate = PublishRate()
 
 
+#: Apache's TopicPolicies fields this broker applies -> the namespace Policies field they
+#: override.
+TOPIC_LEVEL_FIELDS: Mapping[str, str] = {
+    "retentionPolicies": "retention_policies",
+    "messageTTLInSeconds": "message_ttl_in_seconds",
+    "maxProducerPerTopic": "max_producers_per_topic",
+    "maxConsumerPerTopic": "max_consumers_per_topic",
+    "maxConsumersPerSubscription": "max_consumers_per_subscription",
+    "maxSubscriptionsPerTopic": "max_subscriptions_per_topic",
+    "maxUnackedMessagesOnConsumer": "max_unacked_messages_per_consumer",
+    "publishRate": "publishMaxMessageRate",
+    "compactionThreshold": "compaction_threshold",
+}
+
+
+def with_topic_overrides(namespace_policies: Mapping[str, Any] | None,
+                         topic_policies: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The namespace's record with the topic's own values (set, not null) in their place."""
+    merged = dict(namespace_policies or {})
+    for topic_field, namespace_field in TOPIC_LEVEL_FIELDS.items():
+        value = (topic_policies or {}).get(topic_field)
+        if value is not None:
+            merged[namespace_field] = value
+    return merged
+
+
 def resolve(policies: Mapping[str, Any] | None, conf: broker_config.BrokerConfig,
             default_ledger: ml_config.ManagedLedgerConfig) -> TopicPolicies:
     """The namespace's Policies JSON (None when it has none) over the broker's defaults."""

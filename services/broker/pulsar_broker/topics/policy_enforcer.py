@@ -63,6 +63,16 @@ class PolicyEnforcer:
             stored = None
         return policies.resolve(stored, self.conf, self.default_ledger)
 
+    async def policies_of_topic(self, name: naming.TopicName) -> policies.TopicPolicies:
+        """The namespace's policies with the topic's own (topic-level) values over them."""
+        try:
+            stored = await self.resources.get_policies(name.namespace_name)
+        except errors.NotFoundError:
+            stored = None
+        overrides = await self.resources.get_topic_policies(_base_topic(name))
+        return policies.resolve(policies.with_topic_overrides(stored, overrides), self.conf,
+                                self.default_ledger)
+
     def ledger_config(self, topic_policies: policies.TopicPolicies) -> ml_config.ManagedLedgerConfig:
         return policies.ledger_config(self.default_ledger, topic_policies)
 
@@ -78,9 +88,15 @@ class PolicyEnforcer:
         topics = [t for t in self._loaded_topics() if t.name.namespace_name == ns]
         if not topics:
             return
-        current = await self.policies_of(ns)
         for topic in topics:
-            self.apply(topic, current)
+            self.apply(topic, await self.policies_of_topic(topic.name))
+
+    async def topic_changed(self, name: naming.TopicName) -> None:
+        """Give a topic (every loaded partition of it) its policies again."""
+        base = _base_topic(name)
+        for topic in self._loaded_topics():
+            if _base_topic(topic.name) == base:
+                self.apply(topic, await self.policies_of_topic(topic.name))
 
     # -- periodic checks -------------------------------------------------------------
 
@@ -138,6 +154,7 @@ class PolicyEnforcer:
         self._spawn(self._every(float(self.conf.broker_service_compaction_monitor_interval_in_seconds),
                                 self.check_compaction), "compaction-monitor")
         self._spawn(self._watch_policies(), "policies-watch")
+        self._spawn(self._watch_topic_policies(), "topic-policies-watch")
 
     async def close(self) -> None:
         for task in self._tasks:
@@ -173,6 +190,22 @@ class PolicyEnforcer:
                 await watch.close()
             await asyncio.sleep(WATCH_RETRY_S)
 
+    async def _watch_topic_policies(self) -> None:
+        """Re-apply a topic's policies whenever its topic-level record changes."""
+        while True:
+            watch = self.resources.store.watch(resources.TOPIC_POLICIES, prefix=True)
+            try:
+                async for notification in watch:
+                    name = _topic_of(notification.path)
+                    if name is not None:
+                        await self.topic_changed(name)
+                return
+            except (md_errors.MetadataStoreError, errors.BrokerError) as exc:
+                log.warning("watching topic policies failed (%s); watching again", exc)
+            finally:
+                await watch.close()
+            await asyncio.sleep(WATCH_RETRY_S)
+
     async def _reapply_all(self) -> None:
         for ns in {t.name.namespace_name for t in self._loaded_topics()}:
             await self.namespace_changed(ns)
@@ -185,5 +218,22 @@ def _namespace_of(path: str) -> naming.NamespaceName | None:
         return None
     try:
         return naming.NamespaceName.parse("/".join(parts))
+    except naming.InvalidTopicNameError:
+        return None
+
+
+def _base_topic(name: naming.TopicName) -> naming.TopicName:
+    """Policies of a partitioned topic are the partitioned topic's, for every partition."""
+    return name.partitioned_topic_name
+
+
+def _topic_of(path: str) -> naming.TopicName | None:
+    """/admin/topic-policies/<tenant>/<ns>/<domain>/<topic> names a topic."""
+    parts = path[len(resources.TOPIC_POLICIES):].strip("/").split("/")
+    if len(parts) != 4:
+        return None
+    tenant, namespace, domain, local = parts
+    try:
+        return naming.TopicName.of(domain, tenant, namespace, local)
     except naming.InvalidTopicNameError:
         return None

@@ -35,6 +35,7 @@ from pulsar_broker.web import (
     schemas,
     subscriptions,
     tenants,
+    topic_policies,
     topics,
 )
 
@@ -82,7 +83,7 @@ def create_app(service: BrokerService) -> web.Application:
     app = web.Application(middlewares=middlewares, client_max_size=CLIENT_MAX_SIZE_BYTES)
     app[rest.SERVICE] = service
     for module in (clusters, tenants, namespaces, bundles, topics, subscriptions, lookup,
-                   brokers, schemas, permissions, bookies):
+                   brokers, schemas, permissions, bookies, topic_policies):
         app.router.add_routes(module.routes)
     rates.install(app, service)
     broker_stats.install(app, service)

@@ -163,7 +163,7 @@ def _simple_policy(path: str, field: str, check: Callable[[Any], Any],
     routes.delete(NS + path)(remove_value)
 
 
-def _retention(body: Any) -> dict[str, int]:
+def retention_policies(body: Any) -> dict[str, int]:
     if not isinstance(body, dict):
         raise errors.InvalidRequestError("Retention policies must be a JSON object")
     minutes = rest.java_int(body.get("retentionTimeInMinutes", 0), "retentionTimeInMinutes")
@@ -179,7 +179,7 @@ def _retention(body: Any) -> dict[str, int]:
     return {"retentionTimeInMinutes": minutes, "retentionSizeInMB": size_mb}
 
 
-def _non_negative_int(body: Any) -> int:
+def non_negative_int(body: Any) -> int:
     """An int field (message TTL in seconds): a Java int (400 otherwise), not negative (412)."""
     value = rest.java_int(body, "Value")
     if value < 0:
@@ -187,7 +187,7 @@ def _non_negative_int(body: Any) -> int:
     return value
 
 
-def _non_negative_long(body: Any) -> int:
+def non_negative_long(body: Any) -> int:
     """A long field (compaction threshold in bytes): 400 beyond a Java long, 412 negative."""
     value = rest.java_int(body, "Value", rest.JAVA_LONG_MAX)
     if value < 0:
@@ -285,9 +285,9 @@ def _clusters(body: Any) -> list[str]:
     return body
 
 
-_simple_policy("/retention", "retention_policies", _retention)
-_simple_policy("/messageTTL", "message_ttl_in_seconds", _non_negative_int)
-_simple_policy("/compactionThreshold", "compaction_threshold", _non_negative_long, ("PUT",))
+_simple_policy("/retention", "retention_policies", retention_policies)
+_simple_policy("/messageTTL", "message_ttl_in_seconds", non_negative_int)
+_simple_policy("/compactionThreshold", "compaction_threshold", non_negative_long, ("PUT",))
 _simple_policy("/deduplication", "deduplicationEnabled", _boolean)
 _simple_policy("/persistence", "persistence", _persistence, limits=_persistence_limits)
 _simple_policy("/autoTopicCreation", "autoTopicCreationOverride", _auto_topic_creation,
@@ -304,7 +304,7 @@ _simple_policy("/schemaCompatibilityStrategy", "schema_compatibility_strategy", 
 # Limits and rates: stored and served as Apache's admin API does. Which of them the broker
 # enforces is listed in docs/compatibility.md.
 
-def _limit(body: Any) -> int:
+def limit(body: Any) -> int:
     """A count limit (max producers per topic, ...): a Java int, 0 or more (0: no limit)."""
     value = rest.java_int(body, "Value")
     if value < 0:
@@ -329,7 +329,7 @@ def _rate_fields(body: Any, fields: dict[str, tuple[int, int]], what: str) -> di
     return record
 
 
-def _publish_rate(body: Any) -> dict[str, Any]:
+def publish_rate(body: Any) -> dict[str, Any]:
     return _rate_fields(body, {"publishThrottlingRateInMsg": (-1, rest.JAVA_INT_MAX),
                                "publishThrottlingRateInByte": (-1, rest.JAVA_LONG_MAX)},
                         "PublishRate")
@@ -403,8 +403,8 @@ NAMESPACE_LIMITS = {
     "/deduplicationSnapshotInterval": "deduplicationSnapshotIntervalSeconds",
 }
 for _path, _field in NAMESPACE_LIMITS.items():
-    _simple_policy(_path, _field, _limit)
-_simple_policy("/publishRate", "publishMaxMessageRate", _publish_rate)
+    _simple_policy(_path, _field, limit)
+_simple_policy("/publishRate", "publishMaxMessageRate", publish_rate)
 _simple_policy("/dispatchRate", "topicDispatchRate", _dispatch_rate)
 _simple_policy("/subscriptionDispatchRate", "subscriptionDispatchRate", _dispatch_rate)
 _simple_policy("/subscribeRate", "clusterSubscribeRate", _subscribe_rate)
