@@ -8,6 +8,15 @@ and finish in-flight requests -> unregister -> HTTP -> engine (checkpoint)
 -> metadata session. A bookie being decommissioned (a record under
 /underreplication/decommissioning) starts read-only.
 
+A journal write or sync that fails turns the bookie read-only at once (registration
+too), so writers pick other bookies rather than one that fails every add. A
+journal that failed for lack of space writes again, in a fresh file, once the
+disk monitor sees every journal disk below diskUsageLwmThreshold; then the
+bookie is writable again (if its ledger disks allow). A journal that failed with
+any other error keeps the bookie read-only until it is restarted (its journal is
+replayed then): the log says so and `/api/v1/bookie/state` shows
+`journalError` and `restartRequired`.
+
 Without metadataServiceUri the bookie runs unregistered (no cookie in
 metadata, nobody can discover it): enough for local tests and tools that
 address it by host:port.
@@ -111,6 +120,8 @@ class BookieService(http.BookieAdmin):
             conf.diskCheckInterval / 1000.0,
             self._on_disk_change,
             probe=disk_usage,
+            journal_directories=list(conf.journal_dirs),
+            after_check=self._retry_journal,
         )
         self.http: http.HttpEndpoint | None = None
         self.store: metadata_api.MetadataStore | None = None
@@ -122,6 +133,8 @@ class BookieService(http.BookieAdmin):
         #: Set when the bookie must end on its own (a full disk with readOnlyModeEnabled=false).
         self.terminated = asyncio.Event()
         self._ledger_gc: asyncio.Task[None] | None = None
+        self._mode_changes: set[asyncio.Task[None]] = set()
+        self._journal_failure_seen: BaseException | None = None
         self.autorecovery: recovery_service.AutoRecoveryService | None = None
 
     # ----- life cycle -----
@@ -145,6 +158,7 @@ class BookieService(http.BookieAdmin):
             )
             self.engine = storage_engine.LedgerStorageEngine(conf, expected_instance_id=expected)
             self.server.storage = self.engine
+        self.engine.on_journal_failure(self._on_journal_failure)
         await self.engine.start()
         if self.store is not None and await underreplication.UnderReplicationStore(
                 self.store).is_decommissioning(self.bookie_id):
@@ -187,6 +201,8 @@ class BookieService(http.BookieAdmin):
         if self._ledger_gc is not None:
             await metadata_tasks.cancel_and_wait(self._ledger_gc)
         await self.monitor.stop()
+        for task in list(self._mode_changes):
+            await metadata_tasks.cancel_and_wait(task)
         if self.autorecovery is not None:
             await self._quietly(self.autorecovery.stop(), "stopping autorecovery")
         if self.server.serving:
@@ -216,7 +232,8 @@ class BookieService(http.BookieAdmin):
 
     def _apply_read_only(self) -> bool:
         """Set the server's mode from the disk and the forced flag; True when it changed."""
-        wanted = self._forced_read_only or self.monitor.read_only
+        wanted = (self._forced_read_only or self.monitor.read_only
+                  or self.engine.journal_failure is not None)
         changed = wanted != self.server.read_only
         self.server.read_only = wanted
         return changed
@@ -228,12 +245,48 @@ class BookieService(http.BookieAdmin):
             return
         await self._publish_mode()
 
+    def _on_journal_failure(self, failure: BaseException) -> None:
+        """A journal batch failed (on the loop): read-only now, registration as soon as it can."""
+        if failure is self._journal_failure_seen:
+            return  # the rest of the same failure's batches
+        self._journal_failure_seen = failure
+        if self.engine.journal_recoverable:
+            log.error("journal write failed (%s): bookie %s is read-only until its journal "
+                      "disk has room again", failure, self.bookie_id)
+        else:
+            log.error("journal failed for good (%s): bookie %s stays read-only until it is "
+                      "restarted (its journal is replayed at start)", failure, self.bookie_id)
+        self._apply_read_only()  # adds are refused from this turn on
+        if self._stopping:
+            return
+        task = asyncio.get_running_loop().create_task(self._register_journal_failure(),
+                                                      name="journal-failed-read-only")
+        self._mode_changes.add(task)
+        task.add_done_callback(self._mode_changes.discard)
+
+    async def _register_journal_failure(self) -> None:
+        try:
+            await self._publish_mode(force=True)
+        except Exception as exc:  # noqa: BLE001 - the next mode change registers it again
+            log.warning("could not register bookie %s read-only: %s", self.bookie_id, exc)
+
+    async def _retry_journal(self) -> None:
+        """After a disk check: a journal that failed for lack of space writes again if it can."""
+        engine = self.engine
+        if engine.journal_failure is None or not engine.journal_recoverable:
+            return
+        if self.monitor.journal_has_room() and await engine.recover_journals():
+            log.warning("journal writes again: bookie %s leaves read-only mode unless its "
+                        "disks or an operator keep it there", self.bookie_id)
+            await self._publish_mode()
+
     async def force_read_only(self, read_only: bool) -> None:
         self._forced_read_only = read_only
         await self._publish_mode()
 
-    async def _publish_mode(self) -> None:
-        if self._apply_read_only() and self.registration is not None:
+    async def _publish_mode(self, *, force: bool = False) -> None:
+        """Apply the wanted mode; register it when it changed (or `force`)."""
+        if (self._apply_read_only() or force) and self.registration is not None:
             state = (registration.BookieState.READ_ONLY if self.read_only
                      else registration.BookieState.AVAILABLE)
             await self.registration.set_state(state)
@@ -263,6 +316,7 @@ class BookieService(http.BookieAdmin):
         return None if self.http is None else self.http.port
 
     def state(self) -> dict[str, Any]:
+        failure = self.engine.journal_failure
         return {
             "running": self._ready,
             "readOnly": self.read_only,
@@ -272,6 +326,8 @@ class BookieService(http.BookieAdmin):
             "instanceId": self.engine.cookie.instance_id if self.engine.cookie else "",
             "registered": self.registration is not None,
             "diskUsage": round(self.monitor.last_usage, 4),
+            "journalError": "" if failure is None else str(failure),
+            "restartRequired": failure is not None and not self.engine.journal_recoverable,
         }
 
     async def ledgers(self) -> dict[str, dict[str, Any]]:

@@ -5,6 +5,10 @@ than diskUsageThreshold and becomes writable again only once every one is
 below diskUsageLwmThreshold (the gap keeps it from flapping). The decision is
 a pure function; the monitor runs it on a timer with a usage probe that tests
 can replace (the default asks the filesystem with shutil.disk_usage).
+
+A journal that failed for lack of space is retried (`journal_has_room`) only
+once every journal disk is below diskUsageLwmThreshold too; after each check
+the monitor calls `after_check`, where the bookie does that.
 """
 
 from __future__ import annotations
@@ -41,6 +45,11 @@ class DiskThresholds:
             )
 
 
+def journal_may_retry(usage: float, thresholds: DiskThresholds) -> bool:
+    """Whether a journal that failed for lack of space may write again, given its disk's usage."""
+    return usage < thresholds.writable_below
+
+
 def decide_read_only(read_only: bool, usage: float, thresholds: DiskThresholds) -> bool:
     """Whether the bookie should be read-only, given the fullest ledger disk's usage."""
     if usage >= thresholds.full:
@@ -59,6 +68,8 @@ class DiskMonitor:
         on_change: Callable[[bool], Awaitable[None]],
         *,
         probe: UsageProbe = filesystem_usage,
+        journal_directories: Sequence[str] = (),
+        after_check: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         thresholds.validate()
         self._directories = list(directories)
@@ -66,12 +77,19 @@ class DiskMonitor:
         self._interval_s = interval_s
         self._on_change = on_change
         self._probe = probe
+        self._journal_directories = list(journal_directories)
+        self._after_check = after_check
         self.read_only = False
         self.last_usage = 0.0
         self._task: asyncio.Task[None] | None = None
 
     def usage(self) -> float:
         return max(self._probe(d) for d in self._directories)
+
+    def journal_has_room(self) -> bool:
+        """Whether every journal disk is below diskUsageLwmThreshold (see journal_may_retry)."""
+        usage = max((self._probe(d) for d in self._journal_directories), default=0.0)
+        return journal_may_retry(usage, self.thresholds)
 
     async def check(self) -> bool:
         """Run one check now; returns the (possibly new) read-only decision."""
@@ -95,6 +113,8 @@ class DiskMonitor:
             await asyncio.sleep(self._interval_s)
             try:
                 await self.check()
+                if self._after_check is not None:
+                    await self._after_check()
             except Exception:
                 log.exception("disk check failed")
 

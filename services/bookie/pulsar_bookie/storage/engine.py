@@ -27,6 +27,7 @@ import logging
 import pathlib
 import time
 import typing
+from collections.abc import Callable
 
 from pulsar_bookie import config as bookie_config
 from pulsar_bookie import errors, types
@@ -111,6 +112,8 @@ class LedgerStorageEngine(api.LedgerStorage):
             journal.Journal(d / "current", journal_settings(conf)) for d in self._journal_dirs
         ]
         self._ledgers: dict[int, index.LedgerInfo] = {}
+        #: Ledgers whose master key record failed in the journal: journalled again on next use.
+        self._keys_not_journalled: set[int] = set()
         self._dirty: set[int] = set()
         self._usage: dict[int, dict[int, int]] = {}
         self._write_cache = write_cache.WriteCache(conf.write_cache_max_bytes)
@@ -208,9 +211,15 @@ class LedgerStorageEngine(api.LedgerStorage):
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        if was_running:
-            await self._run_flush()
-        await self._release_resources()
+        try:
+            if was_running and self.journal_failure is None:
+                await self._run_flush()
+            elif was_running:
+                # No log mark to take: the journal holds every acknowledged add, and the
+                # next start replays it.
+                log.warning("closing without a checkpoint: a journal failed")
+        finally:
+            await self._release_resources()
 
     async def _release_resources(self) -> None:
         for j in self._journals:
@@ -231,20 +240,56 @@ class LedgerStorageEngine(api.LedgerStorage):
     def _journal_for(self, ledger_id: int) -> journal.Journal:
         return self._journals[ledger_id % len(self._journals)]
 
+    # ----- journal failures -----
+
+    def on_journal_failure(self, callback: Callable[[BaseException], None]) -> None:
+        """Call back (on the event loop) whenever a journal write or sync fails."""
+        for j in self._journals:
+            j.on_failure = callback
+
+    @property
+    def journal_failure(self) -> BaseException | None:
+        """Why a journal refuses appends, or None when every journal takes them."""
+        return next((j.failure for j in self._journals if j.failure is not None), None)
+
+    @property
+    def journal_recoverable(self) -> bool:
+        """False once a journal failed with an error other than a lack of space."""
+        return all(j.recoverable for j in self._journals)
+
+    async def recover_journals(self) -> bool:
+        """Failed journals go on in fresh files (call once their disks have room)."""
+        results = [await j.recover() for j in self._journals]
+        return all(results)
+
     # ----- writes -----
 
     def _ledger_for_write(self, ledger_id: int, master_key: bytes) -> index.LedgerInfo:
         """The ledger's info, created (with a journalled master key) on first sight."""
         info = self._ledgers.get(ledger_id)
         if info is None:
+            self._journal_master_key(ledger_id, master_key)
             info = self._ledgers[ledger_id] = index.LedgerInfo(master_key=master_key)
             self._dirty.add(ledger_id)
-            self._journal_for(ledger_id).append_nowait(
-                records.master_key_record(ledger_id, master_key)
-            )
         elif info.master_key != master_key:
             raise errors.UnauthorizedAccessError(f"wrong master key for ledger {ledger_id}")
+        elif ledger_id in self._keys_not_journalled:
+            self._journal_master_key(ledger_id, master_key)
         return info
+
+    def _journal_master_key(self, ledger_id: int, master_key: bytes) -> None:
+        """Queue the master key record; if its batch fails, the next write queues it again
+        (replay without it would give the ledger an empty key)."""
+        future = self._journal_for(ledger_id).append_nowait(
+            records.master_key_record(ledger_id, master_key)
+        )
+        self._keys_not_journalled.discard(ledger_id)
+
+        def check(done: asyncio.Future[object]) -> None:
+            if not done.cancelled() and done.exception() is not None:
+                self._keys_not_journalled.add(ledger_id)
+
+        future.add_done_callback(check)
 
     async def add_entry(
         self,
@@ -338,6 +383,7 @@ class LedgerStorageEngine(api.LedgerStorage):
             if self._ledgers.pop(ledger_id, None) is None:
                 return
             self._dirty.discard(ledger_id)
+            self._keys_not_journalled.discard(ledger_id)
             self._write_cache.drop_ledger(ledger_id)
             self._read_cache.drop_ledger(ledger_id)
             await self._journal_for(ledger_id).append(records.delete_ledger_record(ledger_id))
@@ -408,6 +454,8 @@ class LedgerStorageEngine(api.LedgerStorage):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._flush_wanted.wait(), interval)
             self._flush_wanted.clear()
+            if self.journal_failure is not None:
+                continue  # no log mark to take until the journal writes again
             try:
                 # Shielded: close() cancels this loop, but never a flush halfway.
                 await asyncio.shield(self._run_flush())

@@ -135,8 +135,16 @@ class EntryLogger:
     def _write_all(self, parts: list[bytes]) -> None:
         view = memoryview(b"".join(parts))
         self._current_size += len(view)
-        while view:
-            view = view[os.write(self._write_fd, view) :]
+        try:
+            while view:
+                view = view[os.write(self._write_fd, view) :]
+        except OSError:
+            # A partial write (a full disk) leaves the tail unknown, and so every later
+            # offset: the next append starts a fresh log. The failed flush records nothing.
+            os.close(self._write_fd)
+            self._write_fd = -1
+            self.current_log_id += 1
+            raise
 
     def sync(self) -> None:
         """Make everything appended so far durable (logs rolled over were synced on roll)."""

@@ -29,6 +29,18 @@ position just after every record appended before the call; once those records
 are persisted elsewhere (entry logs + index), the journal is only needed from
 that mark on and older files are deleted. Replay after a crash reads from a
 mark, truncates a torn tail and returns the records found.
+
+A write or sync that fails fails its batch and every record queued behind it,
+and the journal refuses appends from then on (`failed`). When the failure was
+a lack of space (ENOSPC, EDQUOT) it is `recoverable`: `recover` continues in
+a fresh file once the caller has seen room again, leaving the failed file as
+it is. Nothing acknowledged is in doubt: every acknowledged record was synced
+before the failed batch, the failed batch's records were never acknowledged
+(any of them that reached the file are replayed like any unacknowledged add),
+and a torn tail is cut per file, so the old file's torn end never hides the
+records of the files after it. Any other error (EIO, a failed fdatasync
+whose pages the kernel may have dropped) leaves the journal failed for good:
+the bookie must be restarted, which replays it.
 """
 
 from __future__ import annotations
@@ -37,13 +49,14 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
+import errno
 import logging
 import mmap
 import os
 import pathlib
 import threading
 import time
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 from pulsar_bookie import errors
 from pulsar_bookie.storage import records
@@ -51,6 +64,14 @@ from pulsar_bookie.storage import records
 log = logging.getLogger(__name__)
 
 SUFFIX = ".txn"
+
+#: Errors after which the journal can go on in a fresh file once there is room again.
+RECOVERABLE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def is_recoverable(failure: BaseException) -> bool:
+    """Whether a journal that failed with this error may write again (lack of space only)."""
+    return isinstance(failure, OSError) and failure.errno in RECOVERABLE_ERRNOS
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -117,6 +138,8 @@ class Journal:
         self._inline_scheduled = False
         #: Whether records were waiting when the previous batch was done: adds keep arriving.
         self._busy = False
+        #: Called on the event loop each time a batch fails (the journal is `failed` then).
+        self.on_failure: Callable[[BaseException], None] | None = None
 
     # ----- files -----
 
@@ -180,7 +203,11 @@ class Journal:
 
     def _open_file(self, file_id: int) -> None:
         fd = os.open(self._path(file_id), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        fsync_directory(self.directory)
+        try:
+            fsync_directory(self.directory)
+        except BaseException:
+            os.close(fd)
+            raise
         if self._fd >= 0:
             os.close(self._fd)
         self._fd, self._file_id, self._file_size = fd, file_id, 0
@@ -206,6 +233,46 @@ class Journal:
     @property
     def current_file_id(self) -> int:
         return self._file_id
+
+    # ----- failure and recovery -----
+
+    @property
+    def failure(self) -> BaseException | None:
+        """The error that stopped the journal, or None while it takes appends."""
+        return self._failure
+
+    @property
+    def recoverable(self) -> bool:
+        """Whether a failed journal may write again (`recover`) rather than need a restart."""
+        return self._failure is None or is_recoverable(self._failure)
+
+    def _fail(self, exc: OSError) -> None:
+        """Refuse appends from now on (called by whoever was writing)."""
+        log.error("journal %s: write failed (%s); %s", self.directory, exc,
+                  "it takes appends again once there is room" if is_recoverable(exc)
+                  else "the bookie must be restarted")
+        self._failure = exc
+
+    async def recover(self) -> bool:
+        """After a failure for lack of space, go on in a fresh file; True once appends work.
+
+        Call it only once the journal's disk has room again. The failed file is left as
+        it is (replay cuts its torn tail); no record is written to it again.
+        """
+        failure = self._failure
+        if failure is None:
+            return True
+        if not is_recoverable(failure) or self._stopping:
+            return False
+        try:
+            # Nothing writes to the file while failed: appends are refused meanwhile.
+            await asyncio.to_thread(self._open_file, self._file_id + 1)
+        except OSError as exc:
+            log.warning("journal %s: still cannot open a new file: %s", self.directory, exc)
+            return False
+        log.warning("journal %s: writing again, in file %x", self.directory, self._file_id)
+        self._failure = None
+        return True
 
     # ----- appending (event loop side) -----
 
@@ -272,6 +339,8 @@ class Journal:
                     errors.BookieUnavailableError(f"journal write failed: {failure}")
                 )
         self._queued -= len(items)
+        if failure is not None and self.on_failure is not None:
+            self.on_failure(failure)
         while self._room_waiters and self._queued < self.settings.queue_size:
             waiter = self._room_waiters.popleft()
             if not waiter.done():
@@ -282,15 +351,17 @@ class Journal:
     def _write_inline(self) -> None:
         """Write every queued record with one `write` and complete their futures."""
         self._inline_scheduled = False
-        if not self._queue or self._failure is not None:
+        if not self._queue:
             return
         items = list(self._queue)
         self._queue.clear()
+        if self._failure is not None:
+            self._complete(items, [], self._failure)
+            return
         try:
             marks = self._write(items)
         except OSError as exc:
-            log.exception("journal %s failed", self.directory)
-            self._failure = exc
+            self._fail(exc)
             self._complete(items, [], exc)
             return
         self._complete(items, marks, None)
@@ -307,15 +378,19 @@ class Journal:
                         break
                     self._wake.wait()
                     continue
+            failure = self._failure
+            if failure is not None:
+                # Records that raced with the failure: fail them too, then wait for recovery.
+                self._fail_rest(failure)
+                continue
             items = self._collect()
             try:
                 marks = self._write(items)
             except OSError as exc:
-                log.exception("journal %s failed", self.directory)
-                self._failure = exc
+                self._fail(exc)
                 self._notify(items, [], exc)
                 self._fail_rest(exc)
-                return
+                continue
             self._notify(items, marks, None)
             self._busy = bool(queue)
 
