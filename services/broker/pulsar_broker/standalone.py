@@ -149,12 +149,32 @@ class Standalone:
         from pulsar_functions.worker import server
 
         conf = self.settings.broker
+        if conf.authentication_enabled and not conf.broker_client_authentication_plugin:
+            log.warning("authenticationEnabled without brokerClientAuthenticationPlugin: the "
+                        "functions worker and its instances cannot authenticate to the broker")
+        # As Apache's standalone derives its worker's config from the broker's: the same
+        # authentication and authorization of REST calls, and the broker's own client
+        # credentials (brokerClientAuthentication*) for the worker and its instances.
         self.worker = server.WorkerServer(worker_config.WorkerConfig(
             worker_hostname=conf.advertised_address, worker_port=0,
             bind_address=conf.bind_address, cluster=conf.cluster_name,
             pulsar_service_url=self.service.broker_service_url,
             pulsar_web_service_url=self.service.web_service_url,
-            data_dir=str(self.data_dir / "functions")), self.store)
+            data_dir=str(self.data_dir / "functions"),
+            authentication_enabled=conf.authentication_enabled,
+            authentication_providers=conf.authentication_providers,
+            authorization_enabled=conf.authorization_enabled,
+            super_user_roles=conf.super_user_roles, proxy_roles=conf.proxy_roles,
+            anonymous_user_role=conf.anonymous_user_role,
+            token_secret_key=conf.token_secret_key, token_public_key=conf.token_public_key,
+            token_public_alg=conf.token_public_alg, token_auth_claim=conf.token_auth_claim,
+            token_audience_claim=conf.token_audience_claim, token_audience=conf.token_audience,
+            basic_auth_conf=conf.basic_auth_conf,
+            broker_client_authentication_plugin=conf.broker_client_authentication_plugin,
+            broker_client_authentication_parameters=(
+                conf.broker_client_authentication_parameters),
+            tls_trust_certs_file_path=conf.tls_trust_certs_file_path,
+            tls_allow_insecure_connection=conf.tls_allow_insecure_connection), self.store)
         await self.worker.start()
 
     async def stop(self) -> None:

@@ -6,6 +6,13 @@ a request goes to one of the live ones and its answer comes back unchanged.
 With no worker registered the answer is 503 with a reason. Function code is
 uploaded through here, so this part of the API takes larger bodies than the
 rest of the admin API.
+
+On a secured cluster the worker decides on the client's own role, as Apache's
+does: the client's Authorization header is passed on unchanged. A client that
+authenticated here by its TLS certificate has no header to pass on; its
+request goes with this broker's own credentials (brokerClientAuthentication*)
+and its role in X-Original-Principal, which the worker honours when the
+broker's role is one of its proxyRoles.
 """
 
 from __future__ import annotations
@@ -17,7 +24,8 @@ import aiohttp
 from aiohttp import web
 from pulsar_common import http_relay
 
-from pulsar_broker.web import rest
+from pulsar_broker.security import guard
+from pulsar_broker.web import auth, rest
 
 PREFIX = "/admin/v3/functions"
 WORKERS_PATH = "/functions/workers"
@@ -25,7 +33,6 @@ WORKERS_PATH = "/functions/workers"
 MAX_BODY_BYTES = 64 * 1024 * 1024
 #: How long a worker may take to answer (a create waits for the code to be stored).
 WORKER_TIMEOUT_S = 60.0
-
 
 
 class _Http:
@@ -66,8 +73,15 @@ async def forward(request: web.Request) -> web.Response:
                                "functions-worker` (pulsar standalone runs one unless "
                                "--no-functions-worker)")
     body = await request.read()
-    return await http_relay.relay(request.app[HTTP].get(), request, worker + request.path_qs,
-                                  body)
+    url = worker + request.path_qs
+    role = request.get(auth.ROLE)
+    if role is None or "Authorization" in request.headers:
+        return await http_relay.relay(request.app[HTTP].get(), request, url, body)
+    headers = {**guard.broker_client_headers(request.config_dict[rest.SERVICE].config),
+               auth.ORIGINAL_PRINCIPAL_HEADER: role}
+    async with aiohttp.ClientSession(
+            headers=headers, timeout=aiohttp.ClientTimeout(total=WORKER_TIMEOUT_S)) as session:
+        return await http_relay.relay(session, request, url, body)
 
 
 def install(app: web.Application) -> None:

@@ -25,7 +25,7 @@ from pulsar_common import errors as common_errors
 from pulsar_common import log_config, testing
 from pulsar_common.cli import extras
 
-from pulsar_functions import config, errors
+from pulsar_functions import broker_client, config, errors
 
 DEFAULT_METRICS_PORT = 9094
 DEFAULT_SERVICE_URL = "pulsar://localhost:6650"
@@ -59,6 +59,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespa
                         help="delay before an input the function failed on comes again "
                         "(default %(default)s)")
     parser.add_argument("--cluster-name", "--cluster_name", default="standalone")
+    parser.add_argument("--client-conf", type=pathlib.Path, default=None,
+                        help="client.conf-style file of how to connect to brokers (authPlugin, "
+                        "authParams, tlsTrustCertsFilePath, ...); the functions worker writes "
+                        "one readable by its user only")
     parser.add_argument("--work-dir", type=pathlib.Path, default=None,
                         help="where code fetched from pyLocation is kept (default: beside "
                         "the config)")
@@ -99,13 +103,20 @@ def run(args: argparse.Namespace) -> int:
         raise common_errors.ConfigError(f"cannot read {args.config}: {exc}") from exc
     except errors.InvalidFunctionConfigError as exc:
         raise common_errors.ConfigError(f"{args.config}: {exc}") from exc
+    try:
+        client = (broker_client.ANONYMOUS if args.client_conf is None
+                  else broker_client.BrokerClientSettings.read(args.client_conf))
+        _ = client.credentials
+    except OSError as exc:
+        raise common_errors.ConfigError(f"cannot read {args.client_conf}: {exc}") from exc
     options = runner.InstanceOptions(
         instance_id=instance_id_from(args.instance_id, os.environ),
         service_url=args.service_url or function.broker_service_url or DEFAULT_SERVICE_URL,
         function_id=args.function_id, function_version=args.function_version,
         secrets_provider=args.secrets_provider, secrets_dir=args.secrets_dir,
         negative_ack_delay_ms=args.negative_ack_delay_ms,
-        work_dir=args.work_dir or args.config.parent, cluster=args.cluster_name)
+        work_dir=args.work_dir or args.config.parent, cluster=args.cluster_name,
+        client=client)
     instance = runner.FunctionInstance(function, options)
     server = metrics.MetricsServer(instance.stats, args.metrics_host, args.metrics_port)
     server.start()

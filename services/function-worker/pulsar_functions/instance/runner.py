@@ -22,7 +22,7 @@ from typing import Any
 
 import pulsar
 
-from pulsar_functions import config
+from pulsar_functions import broker_client, config
 from pulsar_functions.instance import (
     context,
     guarantees,
@@ -53,6 +53,7 @@ class InstanceOptions:
     negative_ack_delay_ms: int = 1000
     work_dir: pathlib.Path = pathlib.Path(".")
     cluster: str = "standalone"
+    client: broker_client.BrokerClientSettings = broker_client.ANONYMOUS
 
 
 class FunctionInstance:
@@ -78,7 +79,8 @@ class FunctionInstance:
         self._output_serde = serde.resolve(function.output_serde_class_name,
                                            function.output_schema_type)
         self._client = pulsar.Client(options.service_url, operation_timeout_seconds=30,
-                                     logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
+                                     logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn),
+                                     **options.client.pulsar_client_arguments())
         self._publisher = context.Publisher(self._client)
         self._context = context.InstanceContext(
             function, options.instance_id,

@@ -18,11 +18,10 @@ import time
 import urllib.parse
 
 import aiohttp
-
 from pulsar_common import naming
 from pulsar_common.metadata import api
 
-from pulsar_functions import config
+from pulsar_functions import broker_client, config
 from pulsar_functions.worker import records
 
 log = logging.getLogger(__name__)
@@ -52,16 +51,22 @@ def subscription_url(web_service_url: str, topic: str, subscription: str) -> str
             f"{quote(name.local_name, safe='')}/subscription/{quote(subscription, safe='')}")
 
 
-async def delete_input_subscriptions(store: api.MetadataStore, web_service_url: str,
-                                     function: config.FunctionConfig) -> list[str]:
-    """Delete the function's subscription on each input topic; the topics cleaned up."""
+async def delete_input_subscriptions(
+        store: api.MetadataStore, web_service_url: str, function: config.FunctionConfig,
+        client: broker_client.BrokerClientSettings = broker_client.ANONYMOUS,
+) -> list[str]:
+    """Delete the function's subscription on each input topic, as the worker's broker client
+    (client); the topics cleaned up."""
     if not await wait_for_instances_to_stop(store, function.fqfn):
         log.warning("%s: instances still running after %.0f s; its input subscriptions are "
                     "left in place", function.fqfn, INSTANCES_STOP_WAIT_S)
         return []
     cleaned = []
     timeout = aiohttp.ClientTimeout(total=HTTP_TIMEOUT_S)
-    async with aiohttp.ClientSession(timeout=timeout) as session:
+    connector = (aiohttp.TCPConnector(ssl=client.http_ssl_context())
+                 if web_service_url.startswith("https:") else None)
+    async with aiohttp.ClientSession(timeout=timeout, connector=connector,
+                                     headers=client.http_headers()) as session:
         for spec in function.inputs:
             if spec.is_pattern:
                 continue
@@ -75,7 +80,7 @@ async def delete_input_subscriptions(store: api.MetadataStore, web_service_url: 
                         log.warning("%s: deleting subscription on %s answered %s: %s",
                                     function.fqfn, spec.topic, response.status,
                                     (await response.text())[:200])
-            except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            except (TimeoutError, aiohttp.ClientError) as exc:
                 log.warning("%s: cannot delete subscription on %s: %s",
                             function.fqfn, spec.topic, exc)
     return cleaned

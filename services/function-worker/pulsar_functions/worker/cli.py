@@ -3,7 +3,13 @@
 Settings use the keys of Apache's functions_worker.yml, written `key=value`
 (configurationMetadataStoreUrl, workerPort, workerHostname, pulsarServiceUrl,
 pulsarWebServiceUrl, pulsarFunctionsCluster, downloadDirectory); --conf
-overrides one. The official client wheel comes with the `functions` extra.
+overrides one. On a secured cluster: authenticationEnabled,
+authenticationProviders, tokenSecretKey, authorizationEnabled,
+superUserRoles, proxyRoles for the REST API, and
+brokerClientAuthenticationPlugin / brokerClientAuthenticationParameters,
+tlsTrustCertsFilePath for the worker's and its instances' connections to
+brokers (docs/security.md). The official client wheel comes with the
+`functions` extra.
 """
 
 from __future__ import annotations

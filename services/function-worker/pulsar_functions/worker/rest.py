@@ -3,6 +3,8 @@
 create and update take multipart/form-data: `functionConfig` (FunctionConfig
 JSON), and the code as a `data` file part or as a `url` (the instance
 fetches it). Errors answer `{"reason": ...}` with Apache's status codes.
+Requests are authenticated and authorized first when the worker is secured
+(rest_security.py).
 Instance control, status, trigger and state are in rest_instances.py.
 """
 
@@ -16,7 +18,7 @@ import aiohttp
 from aiohttp import web
 
 from pulsar_functions import config, errors
-from pulsar_functions.worker import cleanup, rest_instances, service, topic_calls
+from pulsar_functions.worker import cleanup, rest_instances, rest_security, service, topic_calls
 from pulsar_functions.worker.app_keys import CALLS_KEY, WORKER_KEY, fqfn_of, reason
 
 BASE = "/admin/v3/functions"
@@ -43,7 +45,9 @@ async def functions_errors(request: web.Request, handler: Handler) -> web.Stream
 
 
 def build_app(worker: service.FunctionsWorker, calls: topic_calls.TopicCalls) -> web.Application:
-    app = web.Application(middlewares=[functions_errors], client_max_size=64 << 20)
+    security = rest_security.middleware(worker.conf, worker.store)
+    middlewares = [functions_errors] if security is None else [security, functions_errors]
+    app = web.Application(middlewares=middlewares, client_max_size=64 << 20)
     app[WORKER_KEY] = worker
     app[CALLS_KEY] = calls
     one = f"{BASE}/{{tenant}}/{{namespace}}/{{name}}"
@@ -152,5 +156,6 @@ async def _delete(request: web.Request) -> web.Response:
     record = await worker.functions.delete(fqfn_of(request))
     if record.function.cleanup_subscription:
         await cleanup.delete_input_subscriptions(
-            worker.store, worker.conf.pulsar_web_service_url, record.function)
+            worker.store, worker.conf.pulsar_web_service_url, record.function,
+            worker.conf.broker_client_settings)
     return web.Response(status=204)

@@ -7,6 +7,9 @@ from the running one restarts the process; a crash restarts it after a
 backoff that grows with consecutive crashes. Every child gets its own
 metrics port, and stops when the worker dies (instance/cli.py asks the
 kernel for that, told the worker's pid through PULSAR_FUNCTIONS_WORKER_PID).
+On a secured cluster every child reads the worker's broker client settings
+(credentials, TLS trust) from a client.conf only the worker's user can read
+(`--client-conf`), never from its command line.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from collections.abc import Callable
 
 from pulsar_common import testing
 
+from pulsar_functions import broker_client
+
 log = logging.getLogger(__name__)
 
 #: Backoff before restarting a crashed instance: first, factor, cap.
@@ -33,6 +38,8 @@ RESTART_BACKOFF_MAX_S = 30.0
 PARENT_PID_ENV = "PULSAR_FUNCTIONS_WORKER_PID"
 #: How long a stopping instance may take before SIGKILL.
 STOP_TIMEOUT_S = 20.0
+#: The instances' broker client settings, in the worker's data directory.
+CLIENT_CONF_FILE = "client.conf"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,9 +68,13 @@ class InstanceProcess:
 
 class ProcessRuntime:
     def __init__(self, data_dir: pathlib.Path, metrics_host: str,
-                 on_change: Callable[[], None] = lambda: None) -> None:
-        """on_change is called whenever an instance process starts or exits."""
+                 on_change: Callable[[], None] = lambda: None,
+                 client: broker_client.BrokerClientSettings = broker_client.ANONYMOUS) -> None:
+        """on_change is called whenever an instance process starts or exits; client is how
+        instances connect to brokers."""
         self._on_change = on_change
+        self._client = client
+        self._client_conf: pathlib.Path | None = None
         self._data_dir = data_dir
         self._metrics_host = metrics_host
         self.instances: dict[tuple[str, int], InstanceProcess] = {}
@@ -85,6 +96,17 @@ class ProcessRuntime:
             instance.restarts = current.restarts
         self.instances[key] = instance
         instance.supervisor = asyncio.create_task(self._supervise(instance))
+
+    def _client_conf_path(self) -> pathlib.Path | None:
+        """The instances' client.conf, written (owner-only) on first use; None when the
+        instances connect without credentials or TLS trust settings."""
+        if self._client == broker_client.ANONYMOUS:
+            return None
+        if self._client_conf is None:
+            path = self._data_dir / CLIENT_CONF_FILE
+            self._client.write_private(path)
+            self._client_conf = path
+        return self._client_conf
 
     def _write_files(self, spec: InstanceSpec) -> None:
         directory = self.instance_dir(spec)
@@ -112,15 +134,18 @@ class ProcessRuntime:
 
     async def _spawn(self, instance: InstanceProcess) -> asyncio.subprocess.Process:
         directory = self.instance_dir(instance.spec)
+        arguments = [sys.executable, "-m", "pulsar_common.cli.main", "function-instance",
+                     "--config", str(directory / "function.json"),
+                     "--instance-id", str(instance.spec.instance_id),
+                     "--metrics-port", str(instance.metrics_port),
+                     "--metrics-host", self._metrics_host]
+        client_conf = self._client_conf_path()
+        if client_conf is not None:
+            arguments += ["--client-conf", str(client_conf)]
         log_file = open(directory / "instance.log", "ab")  # noqa: SIM115, ASYNC230 (local, tiny)
         try:
             return await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "pulsar_common.cli.main", "function-instance",
-                "--config", str(directory / "function.json"),
-                "--instance-id", str(instance.spec.instance_id),
-                "--metrics-port", str(instance.metrics_port),
-                "--metrics-host", self._metrics_host,
-                stdout=log_file, stderr=asyncio.subprocess.STDOUT,
+                *arguments, stdout=log_file, stderr=asyncio.subprocess.STDOUT,
                 env={**os.environ, "PYTHONUNBUFFERED": "1", PARENT_PID_ENV: str(os.getpid())})
         finally:
             log_file.close()

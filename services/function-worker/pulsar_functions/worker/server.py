@@ -34,6 +34,8 @@ class WorkerServer:
         return f"http://{self.conf.worker_hostname}:{self.conf.worker_port}"
 
     async def start(self) -> None:
+        # An unusable brokerClientAuthentication* pair stops start-up (ConfigError).
+        _ = self.conf.broker_client_settings.credentials
         # The listening socket first: with workerPort=0 the port it got is the one the
         # worker registers, so brokers can find it.
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -46,7 +48,8 @@ class WorkerServer:
                 session_timeout_s=self.conf.session_timeout_ms / 1000)
         self.worker = service.FunctionsWorker(self.conf, self._store)
         await self.worker.start()
-        self._calls = topic_calls.TopicCalls(self.conf.pulsar_service_url)
+        self._calls = topic_calls.TopicCalls(self.conf.pulsar_service_url,
+                                             self.conf.broker_client_settings)
         self._runner = web.AppRunner(rest.build_app(self.worker, self._calls), access_log=None)
         await self._runner.setup()
         await web.SockSite(self._runner, sock).start()

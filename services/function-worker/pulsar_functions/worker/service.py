@@ -38,7 +38,8 @@ class FunctionsWorker:
         self.functions = function_store.FunctionStore(store)
         self._changed = asyncio.Event()
         self.runtime = runtime.ProcessRuntime(pathlib.Path(conf.data_dir).absolute(),
-                                              conf.worker_hostname, self._changed.set)
+                                              conf.worker_hostname, self._changed.set,
+                                              conf.broker_client_settings)
         self._election = store.leader_election(records.LEADER)
         self._tasks: list[asyncio.Task[None]] = []
         self._published: dict[tuple[str, int], bytes] = {}

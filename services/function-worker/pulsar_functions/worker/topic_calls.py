@@ -15,7 +15,7 @@ from typing import Any
 
 import pulsar
 
-from pulsar_functions import config, errors, state_log
+from pulsar_functions import broker_client, config, errors, state_log
 from pulsar_functions.instance import sink, state
 
 #: How long trigger waits for the function's answer.
@@ -23,14 +23,17 @@ TRIGGER_TIMEOUT_S = 30.0
 
 
 class TopicCalls:
-    def __init__(self, service_url: str) -> None:
+    def __init__(self, service_url: str, client: broker_client.BrokerClientSettings = broker_client.ANONYMOUS) -> None:
         self._service_url = service_url
+        self._client_settings = client
         self._client: Any = None
 
     def _connected(self) -> Any:
         if self._client is None:
-            self._client = pulsar.Client(self._service_url, operation_timeout_seconds=30,
-                                         logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
+            self._client = pulsar.Client(
+                self._service_url, operation_timeout_seconds=30,
+                logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn),
+                **self._client_settings.pulsar_client_arguments())
         return self._client
 
     def close(self) -> None:

@@ -1,0 +1,114 @@
+"""How the worker and its instances connect to brokers on a secured cluster.
+
+Apache's functions worker authenticates to brokers with its
+`brokerClientAuthenticationPlugin` / `brokerClientAuthenticationParameters`
+and trusts their certificates by `tlsTrustCertsFilePath`,
+`tlsAllowInsecureConnection` and `tlsEnableHostnameVerification`; the
+instances it starts use the same credentials. The instances get them as a
+client.conf-style file (Apache's client.conf keys) that only the worker's
+user can read, so no credential appears on a process command line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pathlib
+import ssl
+from collections.abc import Mapping
+from typing import Any
+
+from pulsar_common import client_auth, config, tls
+
+#: Apache's client.conf keys of the file an instance reads.
+AUTH_PLUGIN_KEY = "authPlugin"
+AUTH_PARAMS_KEY = "authParams"
+TRUST_KEY = "tlsTrustCertsFilePath"
+INSECURE_KEY = "tlsAllowInsecureConnection"
+HOSTNAME_KEY = "tlsEnableHostnameVerification"
+
+
+@dataclasses.dataclass(frozen=True)
+class BrokerClientSettings:
+    auth_plugin: str = ""
+    auth_params: str = ""
+    tls_trust_certs_file: str = ""
+    tls_allow_insecure: bool = False
+    tls_hostname_verification: bool = False
+
+    @property
+    def credentials(self) -> client_auth.Credentials | None:
+        """Raises pulsar_common ConfigError for a plugin/params pair that cannot be used."""
+        return client_auth.credentials(self.auth_plugin, self.auth_params)
+
+    def pulsar_client_arguments(self) -> dict[str, Any]:
+        """Keyword arguments of the official pulsar.Client."""
+        import pulsar
+
+        arguments: dict[str, Any] = {
+            "tls_allow_insecure_connection": self.tls_allow_insecure,
+            "tls_validate_hostname": self.tls_hostname_verification,
+        }
+        if self.tls_trust_certs_file:
+            arguments["tls_trust_certs_file_path"] = self.tls_trust_certs_file
+        found = self.credentials
+        if found is None:
+            return arguments
+        if found.method == "token":
+            arguments["authentication"] = pulsar.AuthenticationToken(found.data.decode())
+        elif found.method == "basic":
+            user, _, password = found.data.decode().partition(":")
+            arguments["authentication"] = pulsar.AuthenticationBasic(user, password)
+        else:
+            arguments["authentication"] = pulsar.AuthenticationTLS(found.tls_cert_file,
+                                                                   found.tls_key_file)
+        return arguments
+
+    def http_headers(self) -> dict[str, str]:
+        found = self.credentials
+        header = None if found is None else found.http_authorization
+        return {} if header is None else {"Authorization": header}
+
+    def http_ssl_context(self) -> ssl.SSLContext:
+        """The context for https:// broker URLs (trust file, client certificate for TLS auth)."""
+        found = self.credentials
+        return tls.client_context(tls.TlsSettings(
+            trust_certs_file=self.tls_trust_certs_file,
+            allow_insecure_connection=self.tls_allow_insecure,
+            hostname_verification=self.tls_hostname_verification,
+            cert_file=found.tls_cert_file if found else "",
+            key_file=found.tls_key_file if found else ""))
+
+    def to_properties(self) -> str:
+        return "".join(f"{key}={value}\n" for key, value in (
+            (AUTH_PLUGIN_KEY, self.auth_plugin), (AUTH_PARAMS_KEY, self.auth_params),
+            (TRUST_KEY, self.tls_trust_certs_file),
+            (INSECURE_KEY, str(self.tls_allow_insecure).lower()),
+            (HOSTNAME_KEY, str(self.tls_hostname_verification).lower())))
+
+    @classmethod
+    def from_properties(cls, values: Mapping[str, str]) -> BrokerClientSettings:
+        def flag(key: str) -> bool:
+            return values.get(key, "false").strip().lower() == "true"
+
+        return cls(values.get(AUTH_PLUGIN_KEY, ""), values.get(AUTH_PARAMS_KEY, ""),
+                   values.get(TRUST_KEY, ""), flag(INSECURE_KEY), flag(HOSTNAME_KEY))
+
+    @classmethod
+    def read(cls, path: pathlib.Path) -> BrokerClientSettings:
+        return cls.from_properties(config.read_properties(path.read_text()))
+
+    def write_private(self, path: pathlib.Path) -> None:
+        """Write as client.conf, readable and writable by this user only (also when the file
+        existed with wider permissions)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.fchmod(descriptor, 0o600)
+            os.write(descriptor, self.to_properties().encode())
+        finally:
+            os.close(descriptor)
+
+
+#: No credentials and the default TLS trust: a broker without authentication.
+ANONYMOUS = BrokerClientSettings()
