@@ -60,7 +60,7 @@ class Authorizer:
 
     async def decide(self, roles: Sequence[str], path: str) -> authz.Decision:
         """Every role given (a proxy's and its client's) must be allowed."""
-        namespace = _namespace_of(path)
+        namespace = namespace_of(path)
         grants = (authz.Grants(self.superusers) if namespace is None
                   else await self.grants(namespace))
         for role in roles:
@@ -72,7 +72,7 @@ class Authorizer:
         return authz.ALLOWED
 
 
-def _namespace_of(path: str) -> naming.NamespaceName | None:
+def namespace_of(path: str) -> naming.NamespaceName | None:
     """The namespace of a functions call (None for the worker's own routes). A name that does
     not parse raises InvalidTopicNameError."""
     if not path.startswith(FUNCTIONS_PREFIX):
