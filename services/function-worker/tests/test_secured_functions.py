@@ -12,6 +12,8 @@ import json
 import pathlib
 import secrets
 import stat
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 import uuid
@@ -211,3 +213,32 @@ def test_a_proxy_role_is_judged_with_the_client_it_names(cluster: SecuredCluster
     assert cluster.http("GET", url, role=PROXY_ROLE, original_principal="stranger")[0] == 403
     # Anyone else naming a client is judged on its own role.
     assert cluster.http("GET", url, role="stranger", original_principal=SUPERUSER)[0] == 403
+
+
+def pulsar_admin(cluster: SecuredCluster, role: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pulsar_broker.admin_cli.main",
+         "--admin-url", cluster.standalone.web_url, "--auth-plugin", TOKEN_PLUGIN,
+         "--auth-params", f"token:{cluster.token(role)}", *args],
+        capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_pulsar_admin_functions_create_with_a_token(cluster: SecuredCluster,
+                                                    tmp_path: pathlib.Path) -> None:
+    namespace = cluster.namespace({"author": ["functions"]})
+    tenant, ns = namespace.split("/")
+    (tmp_path / "exclaim.py").write_bytes(EXCLAIM)
+    create = ("functions", "create", "--py", str(tmp_path / "exclaim.py"),
+              "--classname", "exclaim.Exclaim", "--inputs", f"{namespace}/cli-in",
+              "--output", f"{namespace}/cli-out", "--tenant", tenant, "--namespace", ns,
+              "--name", "cli")
+    refused = pulsar_admin(cluster, "stranger", *create)
+    assert refused.returncode != 0 and "not authorized" in refused.stderr
+    created = pulsar_admin(cluster, "author", *create)
+    assert created.returncode == 0, (created.stdout, created.stderr)
+    listed = pulsar_admin(cluster, "author", "functions", "list", "--tenant", tenant,
+                          "--namespace", ns)
+    assert listed.returncode == 0 and "cli" in listed.stdout.split()
+    deleted = pulsar_admin(cluster, "author", "functions", "delete", "--tenant", tenant,
+                           "--namespace", ns, "--name", "cli")
+    assert deleted.returncode == 0, (deleted.stdout, deleted.stderr)
