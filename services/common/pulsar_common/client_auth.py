@@ -20,6 +20,7 @@ import json
 import pathlib
 import urllib.parse
 import urllib.request
+from typing import Any
 
 from pulsar_common import errors
 
@@ -113,3 +114,29 @@ def credentials(plugin: str, params: str) -> Credentials | None:
         raise errors.ConfigError("AuthenticationTls needs authParams "
                                  "tlsCertFile:<path>,tlsKeyFile:<path>")
     return Credentials("tls", tls_cert_file=cert, tls_key_file=key)
+
+
+def official_client_arguments(found: Credentials | None, *, tls_trust_certs_file: str = "",
+                              tls_allow_insecure: bool = False,
+                              tls_hostname_verification: bool = False) -> dict[str, Any]:
+    """Keyword arguments of the official `pulsar.Client` for these credentials and TLS options
+    (imports the client wheel only when called)."""
+    import pulsar
+
+    arguments: dict[str, Any] = {
+        "tls_allow_insecure_connection": tls_allow_insecure,
+        "tls_validate_hostname": tls_hostname_verification,
+    }
+    if tls_trust_certs_file:
+        arguments["tls_trust_certs_file_path"] = tls_trust_certs_file
+    if found is None:
+        return arguments
+    if found.method == "token":
+        arguments["authentication"] = pulsar.AuthenticationToken(found.data.decode())
+    elif found.method == "basic":
+        user, _, password = found.data.decode().partition(":")
+        arguments["authentication"] = pulsar.AuthenticationBasic(user, password)
+    else:
+        arguments["authentication"] = pulsar.AuthenticationTLS(found.tls_cert_file,
+                                                               found.tls_key_file)
+    return arguments

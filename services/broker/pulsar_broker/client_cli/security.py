@@ -41,26 +41,10 @@ class ClientOptions:
 
     def pulsar_client_arguments(self) -> dict[str, Any]:
         """Keyword arguments of the official pulsar.Client for these options."""
-        import pulsar
-
-        arguments: dict[str, Any] = {
-            "tls_allow_insecure_connection": self.tls_allow_insecure,
-            "tls_validate_hostname": self.tls_hostname_verification,
-        }
-        if self.tls_trust_certs_file:
-            arguments["tls_trust_certs_file_path"] = self.tls_trust_certs_file
-        found = self.credentials
-        if found is None:
-            return arguments
-        if found.method == "token":
-            arguments["authentication"] = pulsar.AuthenticationToken(found.data.decode())
-        elif found.method == "basic":
-            user, _, password = found.data.decode().partition(":")
-            arguments["authentication"] = pulsar.AuthenticationBasic(user, password)
-        else:
-            arguments["authentication"] = pulsar.AuthenticationTLS(found.tls_cert_file,
-                                                                   found.tls_key_file)
-        return arguments
+        return client_auth.official_client_arguments(
+            self.credentials, tls_trust_certs_file=self.tls_trust_certs_file,
+            tls_allow_insecure=self.tls_allow_insecure,
+            tls_hostname_verification=self.tls_hostname_verification)
 
     def http_ssl_context(self) -> ssl.SSLContext:
         """The context for https:// admin URLs (trust file, client certificate for TLS auth)."""
