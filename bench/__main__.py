@@ -1,6 +1,7 @@
 """Run the benchmarks: every module of this package that defines `run(argv: list[str]) -> None`.
 
-python -m bench                 # all of them
+python -m bench                 # all of them, ending with issue 16's table (bench.table)
+python -m bench table           # only the table: ours vs pulsar-lite, goals, load average
 python -m bench bookie_engine --seconds 3   # only the named ones; options go to each
 """
 
@@ -13,6 +14,9 @@ import time
 
 import bench
 
+#: Run last when everything runs, so that the run ends with the summary table.
+LAST = "table"
+
 
 def main(argv: list[str]) -> int:
     split = next((i for i, a in enumerate(argv) if a.startswith("-")), len(argv))
@@ -24,7 +28,9 @@ def main(argv: list[str]) -> int:
     if unknown:
         print(f"unknown benchmarks {unknown}; available: {names}", file=sys.stderr)
         return 2
-    for name in wanted or names:
+    if not wanted:
+        wanted = [n for n in names if n != LAST] + [LAST]
+    for name in wanted:
         module = importlib.import_module(f"bench.{name}")
         run = getattr(module, "run", None)
         if run is None:

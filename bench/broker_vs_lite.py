@@ -61,9 +61,9 @@ FIGURES = (
 
 
 def run_workload(
-    url: str, workload: str, topic: str, seconds: float, max_messages: int
+    url: str, workload: str, topic: str, seconds: float, max_messages: int, *extra: str
 ) -> dict[str, float]:
-    """One workload in a fresh client process; its JSON result."""
+    """One workload in a fresh client process; its JSON result. `extra`: more of its options."""
     args = [
         sys.executable,
         "-m",
@@ -77,6 +77,7 @@ def run_workload(
         str(seconds),
         "--max-messages",
         str(max_messages),
+        *extra,
     ]
     done = subprocess.run(
         args,

@@ -14,6 +14,7 @@ acknowledgements by flushing at the end instead.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import sys
@@ -21,6 +22,7 @@ import time
 from collections.abc import Callable
 
 import pulsar
+import pulsar.asyncio
 
 SMALL_PAYLOAD_BYTES = 100
 LARGE_PAYLOAD_BYTES = 64 * 1024
@@ -31,6 +33,8 @@ LARGE_PENDING_MAX = 256
 CHECK_CLOCK_EVERY = 1000
 RECEIVE_TIMEOUT_MS = 10_000
 LATENCY_WARMUP_SENDS = 50
+#: Producer creations in flight at once in create_producers (each on its own new topic).
+CREATE_IN_FLIGHT = 64
 
 
 #: Set by bench.security: the CA file for pulsar+ssl:// URLs and a token to authenticate with.
@@ -79,12 +83,22 @@ def batched_produce(client: pulsar.Client, args: argparse.Namespace) -> dict[str
     return {"messages": sent, "seconds": elapsed, "msg_per_s": sent / elapsed}
 
 
+def subscribe(client: pulsar.Client, args: argparse.Namespace) -> dict[str, float]:
+    """Create the durable subscription `--subscription` at the topic's end and leave it, so that
+    what is produced next becomes its backlog (read by catchup_consume while still fresh)."""
+    client.subscribe(args.topic, args.subscription).close()
+    return {}
+
+
 def catchup_consume(client: pulsar.Client, args: argparse.Namespace) -> dict[str, float]:
-    """Read a backlog of `max_messages` from the start with a new subscription, acking cumulatively."""
+    """Read a backlog of `max_messages` through `--subscription`, acking cumulatively.
+
+    A subscription that does not exist yet starts at the earliest message; one made
+    beforehand by `subscribe` reads what was produced since."""
     started = time.perf_counter()
     consumer = client.subscribe(
         args.topic,
-        "bench-catchup",
+        args.subscription,
         initial_position=pulsar.InitialPosition.Earliest,
         receiver_queue_size=args.receiver_queue_size,
     )
@@ -150,11 +164,40 @@ def large_produce(client: pulsar.Client, args: argparse.Namespace) -> dict[str, 
     }
 
 
+async def _create_producers(url: str, topic: str, count: int) -> float:
+    """Seconds to create `count` producers on as many new topics, CREATE_IN_FLIGHT at a time."""
+    client = pulsar.asyncio.Client(url, operation_timeout_seconds=30)
+    in_flight = asyncio.Semaphore(CREATE_IN_FLIGHT)
+    producers: list[pulsar.asyncio.Producer] = []
+
+    async def create(index: int) -> None:
+        async with in_flight:
+            producers.append(await client.create_producer(f"{topic}-{index}"))
+
+    try:
+        started = time.perf_counter()
+        await asyncio.gather(*(create(i) for i in range(count)))
+        elapsed = time.perf_counter() - started
+        await asyncio.gather(*(p.close() for p in producers))
+    finally:
+        await client.close()
+    return elapsed
+
+
+def create_producers(client: pulsar.Client, args: argparse.Namespace) -> dict[str, float]:
+    """Create `max_messages` producers, each on a topic of its own that does not exist yet."""
+    elapsed = asyncio.run(_create_producers(args.url, args.topic, args.max_messages))
+    return {"producers": args.max_messages, "seconds": elapsed,
+            "per_s": args.max_messages / elapsed}
+
+
 WORKLOADS: dict[str, Callable[[pulsar.Client, argparse.Namespace], dict[str, float]]] = {
     "batched_produce": batched_produce,
+    "subscribe": subscribe,
     "catchup_consume": catchup_consume,
     "sync_latency": sync_latency,
     "large_produce": large_produce,
+    "create_producers": create_producers,
 }
 
 
@@ -166,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--max-messages", type=int, default=1_000_000)
     parser.add_argument("--receiver-queue-size", type=int, default=1000)
+    parser.add_argument("--subscription", default="bench-catchup")
     args = parser.parse_args(argv)
     client = _client(args.url)
     try:

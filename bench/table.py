@@ -1,0 +1,383 @@
+"""Issue 16's table: our `pulsar standalone` next to pulsar-lite, with the disk beside them.
+
+One row per workload: ours | lite | ratio | goal | met?, with the load
+average. Ours runs with its default configuration (journalSyncData on: every
+acknowledged entry fdatasync'ed); pulsar-lite does not fsync before
+acknowledging, which is why the latency goal allows ours one fsync more. The
+brokers and their client workloads are those of bench.broker_vs_lite
+(servers in broker_servers.py, one client process per workload in
+broker_workloads.py); rounds alternate between the brokers and each figure is
+the best round. The disk is measured in the same data directory in every
+round: the p50 of a 4 KiB append + fdatasync, and the bandwidth of sequential
+1 MiB writes each followed by fdatasync (the best a journal on it can do).
+
+    python -m bench table [--seconds S] [--rounds N] [--compare REV] [--profile DIR]
+
+`--compare REV` runs our workloads on another git revision too (a temporary
+`git worktree`, its services on PYTHONPATH), alternating with this tree, and
+prints its figures beside ours. `--profile DIR` runs only this tree's broker,
+one round, each workload under py-spy, and prints where the broker's time goes
+(bench.broker_profile); the figures of a profiled round are not comparable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+
+from bench import bookie_engine, broker_profile, broker_servers, broker_vs_lite
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+#: Where a source tree keeps its packages (the repository's package-dir mapping).
+PACKAGE_DIRS = ("services/common", "services/bookie", "services/broker", "services/proxy",
+                "services/function-worker", "operator", "spark")
+BATCHED_MAX_MESSAGES = 400_000
+LATENCY_MAX_SENDS = 3000
+LARGE_MAX_MESSAGES = 5000
+PRODUCERS_TO_CREATE = 2000
+CREATE_TIMEOUT_S = 120.0
+DISK_FSYNC_SAMPLES = 500
+DISK_FSYNC_BLOCK_BYTES = 4096
+DISK_BANDWIDTH_SECONDS = 1.0
+SUBSCRIPTION = "bench-tail"
+
+Figures = dict[str, float]
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One line of the table; `goal` says in words what `check` decides."""
+
+    label: str
+    key: str
+    higher_is_better: bool
+    goal: str
+    check: Callable[[Figures, Figures, Figures], bool | None]
+
+
+def _at_least(key: str, bound: float) -> Callable[[Figures, Figures, Figures], bool | None]:
+    def check(ours: Figures, lite: Figures, disk: Figures) -> bool | None:
+        if key not in ours or not lite.get(key):
+            return None
+        return ours[key] >= bound * lite[key]
+    return check
+
+
+def _sync_p50(ours: Figures, lite: Figures, disk: Figures) -> bool | None:
+    if "sync_p50_ms" not in ours or "sync_p50_ms" not in lite or "fsync_p50_ms" not in disk:
+        return None
+    return ours["sync_p50_ms"] <= lite["sync_p50_ms"] + disk["fsync_p50_ms"]
+
+
+def _sync_p99(ours: Figures, lite: Figures, disk: Figures) -> bool | None:
+    if "sync_p99_ms" not in ours or "sync_p50_ms" not in ours:
+        return None
+    return ours["sync_p99_ms"] <= 2 * ours["sync_p50_ms"]
+
+
+def _large(ours: Figures, lite: Figures, disk: Figures) -> bool | None:
+    if "large_mb_per_s" not in ours or not disk.get("seq_write_mb_per_s"):
+        return None
+    return ours["large_mb_per_s"] >= 0.5 * disk["seq_write_mb_per_s"]
+
+
+ROWS = (
+    Row("batched produce msg/s (1000/batch, 1 ms)", "produce_msg_per_s", True,
+        ">= 0.8x lite", _at_least("produce_msg_per_s", 0.8)),
+    Row("consume just-written backlog msg/s", "consume_msg_per_s", True,
+        ">= 0.8x lite", _at_least("consume_msg_per_s", 0.8)),
+    Row("unbatched sync publish p50 ms", "sync_p50_ms", False,
+        "<= lite p50 + fsync p50", _sync_p50),
+    Row("unbatched sync publish p99 ms", "sync_p99_ms", False,
+        "<= 2x our p50", _sync_p99),
+    Row(f"create {PRODUCERS_TO_CREATE:,} producers, new topics /s", "create_per_s", True,
+        ">= 0.8x lite", _at_least("create_per_s", 0.8)),
+    Row("64 KiB unbatched produce MB/s", "large_mb_per_s", True,
+        ">= 0.5x disk seq write", _large),
+)
+DISK_ROWS = (
+    ("disk: 4 KiB append + fdatasync p50 ms", "fsync_p50_ms", False),
+    ("disk: sequential write MB/s (1 MiB + fdatasync)", "seq_write_mb_per_s", True),
+)
+
+
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def disk_fsync_p50_ms(directory: pathlib.Path) -> float:
+    """The median time of a 4 KiB append followed by fdatasync, in `directory`."""
+    path = directory / "disk-fsync-probe"
+    block = os.urandom(DISK_FSYNC_BLOCK_BYTES)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+    times: list[float] = []
+    try:
+        for _ in range(DISK_FSYNC_SAMPLES):
+            started = time.perf_counter()
+            os.write(fd, block)
+            os.fdatasync(fd)
+            times.append((time.perf_counter() - started) * 1000)
+    finally:
+        os.close(fd)
+        path.unlink()
+    times.sort()
+    return times[len(times) // 2]
+
+
+def measure_disk(directory: pathlib.Path) -> Figures:
+    return {
+        "fsync_p50_ms": disk_fsync_p50_ms(directory),
+        "seq_write_mb_per_s": bookie_engine.disk_fdatasync_bandwidth(
+            directory, DISK_BANDWIDTH_SECONDS),
+    }
+
+
+Workload = Callable[[str, str, str, float, int], Figures]
+
+
+def _workloads(
+    url: str, seconds: float, log: Callable[[str], None],
+    around: Callable[[str], contextlib.AbstractContextManager[None]],
+) -> Figures:
+    """The workloads against one broker, in order, on fresh topics; keyed as in ROWS.
+
+    The subscription is made before the batched produce, so the consume reads a
+    backlog that was just written (the broker may still hold it in memory).
+    `around(name)` wraps each workload (a profiler, or nothing)."""
+    topic = f"persistent://public/default/table-{int(time.time() * 1000)}"
+    run = broker_vs_lite.run_workload
+    figures: Figures = {}
+    run(url, "subscribe", topic, seconds, 0, "--subscription", SUBSCRIPTION)
+    with around("batched_produce"):
+        produced = run(url, "batched_produce", topic, seconds, BATCHED_MAX_MESSAGES)
+    figures["produce_msg_per_s"] = produced["msg_per_s"]
+    with around("consume"):
+        consumed = run(url, "catchup_consume", topic, 2 * seconds + 5, int(produced["messages"]),
+                       "--subscription", SUBSCRIPTION)
+    figures["consume_msg_per_s"] = consumed["msg_per_s"]
+    with around("sync_latency"):
+        latency = run(url, "sync_latency", topic + "-sync", seconds, LATENCY_MAX_SENDS)
+    figures["sync_p50_ms"] = latency["p50_ms"]
+    figures["sync_p99_ms"] = latency["p99_ms"]
+    with around("large_produce"):
+        large = run(url, "large_produce", topic + "-64k", seconds, LARGE_MAX_MESSAGES)
+    figures["large_mb_per_s"] = large["mb_per_s"]
+    # Last: the 2,000 topics it creates stay loaded in the broker.
+    with around("create_producers"):
+        created = run(url, "create_producers", topic + "-p", CREATE_TIMEOUT_S, PRODUCERS_TO_CREATE)
+    figures["create_per_s"] = created["per_s"]
+    log(f"    {produced['messages']:.0f} msgs produced at {produced['msg_per_s']:,.0f}/s,"
+        f" consumed at {consumed['msg_per_s']:,.0f}/s; sync p50 {latency['p50_ms']:.3f}"
+        f" p99 {latency['p99_ms']:.3f} ms ({latency['messages']:.0f} sends);"
+        f" {created['per_s']:,.0f} producers/s; 64 KiB {large['mb_per_s']:.0f} MB/s")
+    return figures
+
+
+@contextlib.contextmanager
+def _nothing(name: str) -> Iterator[None]:
+    yield
+
+
+@contextlib.contextmanager
+def _python_path(tree: pathlib.Path | None) -> Iterator[None]:
+    """PYTHONPATH at `tree`'s packages while a broker process starts (it inherits os.environ)."""
+    if tree is None:
+        yield
+        return
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(str(tree / d) for d in PACKAGE_DIRS)
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = saved
+
+
+@contextlib.contextmanager
+def _worktree(rev: str | None, base: pathlib.Path) -> Iterator[pathlib.Path | None]:
+    """A detached `git worktree` of `rev` under `base`, removed afterwards."""
+    if rev is None:
+        yield None
+        return
+    path = base / "compare-tree"
+    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(path), rev],
+                   check=True, capture_output=True, text=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(path)],
+                       check=False, capture_output=True)
+        subprocess.run(["git", "-C", str(REPO), "worktree", "prune"], check=False,
+                       capture_output=True)
+
+
+def _start(name: str, directory: pathlib.Path, tree: pathlib.Path | None,
+           log: Callable[[str], None]) -> broker_servers.Broker | None:
+    try:
+        if name == "lite":
+            broker: broker_servers.Broker = broker_servers.LiteBroker(directory).start()
+        else:
+            with _python_path(tree):
+                broker = broker_servers.start_ours(directory, journal_sync=True)
+        log(f"  {name}: started at {broker.service_url}")
+        return broker
+    except (RuntimeError, TimeoutError, OSError, ImportError) as exc:
+        log(f"  {name}: did not start: {exc}")
+        return None
+
+
+def measure(brokers: dict[str, broker_servers.Broker], base: pathlib.Path, seconds: float,
+            rounds: int, log: Callable[[str], None]) -> tuple[dict[str, Figures], Figures]:
+    """Rounds alternating over the brokers, the disk measured before each; best per figure."""
+    every: dict[str, list[Figures]] = {name: [] for name in brokers}
+    disk_rounds: list[Figures] = []
+    failed: set[str] = set()
+    for index in range(rounds):
+        order = list(brokers) if index % 2 == 0 else list(reversed(brokers))
+        for name in order:
+            if name in failed:
+                continue
+            disk_rounds.append(measure_disk(base))
+            log(f"  round {index + 1}/{rounds}: {name} (load average {load_average()};"
+                f" disk fsync p50 {disk_rounds[-1]['fsync_p50_ms']:.3f} ms,"
+                f" {disk_rounds[-1]['seq_write_mb_per_s']:.0f} MB/s)")
+            try:
+                every[name].append(_workloads(brokers[name].service_url, seconds, log, _nothing))
+            except (RuntimeError, TimeoutError, subprocess.TimeoutExpired, ValueError) as exc:
+                log(f"  {name}: workload failed: {exc}")
+                failed.add(name)
+    best = {name: _best(figures, ROWS) for name, figures in every.items() if figures}
+    disk: Figures = {}
+    for label, key, higher in DISK_ROWS:
+        values = [d[key] for d in disk_rounds]
+        if values:
+            disk[key] = max(values) if higher else min(values)
+    return best, disk
+
+
+def _best(rounds: list[Figures], rows: tuple[Row, ...]) -> Figures:
+    best: Figures = {}
+    for row in rows:
+        values = [r[row.key] for r in rounds if row.key in r]
+        if values:
+            best[row.key] = max(values) if row.higher_is_better else min(values)
+    return best
+
+
+def _cell(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.1f}" if value >= 10 else f"{value:.3f}"
+
+
+def render(results: dict[str, Figures], disk: Figures, compare_name: str | None) -> list[str]:
+    """The table: workload | ours | lite | ratio | goal | met? (| the compared revision)."""
+    ours, lite = results.get("ours", {}), results.get("lite", {})
+    other = results.get(compare_name, {}) if compare_name else {}
+    header = f"{'workload':<44}{'ours':>11}{'lite':>11}{'ratio':>8}  {'goal':<26}{'met?':<5}"
+    if compare_name:
+        header += f"{compare_name:>13}{'ours/that':>10}"
+    lines = [header, "-" * len(header)]
+    for row in ROWS:
+        value, peer = ours.get(row.key), lite.get(row.key)
+        ratio = f"{value / peer:.2f}x" if value is not None and peer else "-"
+        met = row.check(ours, lite, disk)
+        line = (f"{row.label:<44}{_cell(value):>11}{_cell(peer):>11}{ratio:>8}  {row.goal:<26}"
+                f"{'-' if met is None else 'yes' if met else 'NO':<5}")
+        if compare_name:
+            that = other.get(row.key)
+            line += f"{_cell(that):>13}"
+            line += f"{value / that:>9.2f}x" if value is not None and that else f"{'-':>10}"
+        lines.append(line)
+    for label, key, _ in DISK_ROWS:
+        lines.append(f"{label:<44}{_cell(disk.get(key)):>11}")
+    return lines
+
+
+def profile(base: pathlib.Path, seconds: float, out: pathlib.Path,
+            log: Callable[[str], None]) -> None:
+    """One round against this tree's broker with each workload under py-spy; top costs each."""
+    out.mkdir(parents=True, exist_ok=True)
+    broker = broker_servers.start_ours(base / "ours", journal_sync=True)
+    assert isinstance(broker, broker_servers.OursBroker)
+    recorded: list[tuple[str, pathlib.Path]] = []
+
+    @contextlib.contextmanager
+    def under_py_spy(name: str) -> Iterator[None]:
+        path = out / f"{name}.txt"
+        with broker_profile.recording(broker.process.pid, path):
+            yield
+        recorded.append((name, path))
+
+    try:
+        _workloads(broker.service_url, seconds, log, under_py_spy)
+    finally:
+        broker.stop()
+    for name, path in recorded:
+        log(f"--- {name} ({path})")
+        for line in broker_profile.summary(path):
+            log(line)
+
+
+def run(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench table")
+    parser.add_argument("--seconds", type=float, default=3.0,
+                        help="seconds per throughput or latency workload (default 3)")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="rounds per broker; the best is shown (default 2)")
+    parser.add_argument("--compare", metavar="REV", default=None,
+                        help="also run our workloads on this git revision, alternating")
+    parser.add_argument("--profile", metavar="DIR", default=None,
+                        help="profile this tree's broker under each workload instead (py-spy)")
+    parser.add_argument("--dir", default=None, help="where the temp data dirs go")
+    args, _ = parser.parse_known_args(argv)
+
+    def log(line: str) -> None:
+        print(line, flush=True)
+
+    base = pathlib.Path(tempfile.mkdtemp(prefix="bench-table-", dir=args.dir))
+    started = time.monotonic()
+    log(f"issue 16 table: ours (fsync on) vs pulsar-lite {broker_servers.lite_version()};"
+        f" {args.seconds:g} s per workload, best of {args.rounds} rounds; load average"
+        f" {load_average()}; data in {base}")
+    brokers: dict[str, broker_servers.Broker] = {}
+    try:
+        if args.profile:
+            profile(base, args.seconds, pathlib.Path(args.profile), log)
+            return
+        with _worktree(args.compare, base) as tree:
+            names = ["ours", "lite"] + ([args.compare] if tree else [])
+            for name in names:
+                broker = _start(name, base / f"broker-{len(brokers)}", tree if name ==
+                                args.compare else None, log)
+                if broker is not None:
+                    brokers[name] = broker
+            results, disk = measure(brokers, base, args.seconds, args.rounds, log)
+            for broker in brokers.values():
+                broker.stop()
+            brokers = {}
+        for line in render(results, disk, args.compare):
+            log(line)
+        log(f"load average at the end {load_average()}; took {time.monotonic() - started:.0f} s")
+    finally:
+        for broker in brokers.values():
+            broker.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    run(sys.argv[1:])
