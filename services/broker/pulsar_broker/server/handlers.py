@@ -250,11 +250,19 @@ class Handlers:
         num_messages = request.num_messages if request.HasField("num_messages") else 1
         highest = request.highest_sequence_id if request.HasField("highest_sequence_id") else -1
         dedup = handle.topic.deduplication
-        if dedup is not None and dedup.is_duplicate(handle.producer.name, request.sequence_id,
-                                                    highest):
+        status = (deduplication.Status.NOT_DUPLICATE if dedup is None
+                  else dedup.check(handle.producer.name, request.sequence_id, highest))
+        if status is deduplication.Status.DUPLICATE:
             # Acknowledged as Apache does, with id (-1, -1), in order with the others.
             added = asyncio.get_running_loop().create_future()
             added.set_result(deduplication.DUPLICATE)
+        elif status is deduplication.Status.UNKNOWN:
+            # Its first add is still in flight and may fail: acknowledging it now could
+            # lose it. Failed like an add, so the client resends it once that add ended.
+            added = asyncio.get_running_loop().create_future()
+            added.set_exception(deduplication.DuplicateUnknownError(
+                f"sequence id {request.sequence_id} of {handle.producer.name} is still being "
+                "persisted; cannot tell yet whether it is a duplicate"))
         else:
             try:
                 added = handle.topic.publish_future(handle.producer, data, num_messages)

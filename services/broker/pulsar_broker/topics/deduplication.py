@@ -2,8 +2,12 @@
 
 Each producer name has a highest sequence id pushed (sent to the ledger) and
 a highest persisted (acknowledged by the ledger). A SEND whose sequence id is
-not above the pushed one is a duplicate: it is acknowledged with message id
-(-1, -1), as Apache's broker does, and not stored. When a publish fails, the
+not above the persisted one is a duplicate: it is acknowledged with message id
+(-1, -1), as Apache's broker does, and not stored. One above the persisted id
+but not above the pushed one resends a message whose first add has not
+completed yet: whether it is a duplicate is not known until that add ends (it
+may still fail), so it is refused, not acknowledged, and the client resends it
+later (Apache answers it with a send error too). When a publish fails, the
 pushed ids fall back to the persisted ones, since the client will resend.
 
 The persisted ids survive restarts as the properties of a cursor named
@@ -14,8 +18,10 @@ the entries after the snapshot are replayed to bring the ids up to date.
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 
+from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.topics import entry_info
 
@@ -26,6 +32,23 @@ SNAPSHOT_INTERVAL_ENTRIES = 1000
 REPLAY_BATCH = 500
 #: The message id of a duplicate's receipt.
 DUPLICATE = ml.Position(-1, -1)
+
+
+class DuplicateUnknownError(errors.BrokerError):
+    """A resent SEND whose first add has not completed: it cannot be answered yet."""
+
+    retriable = True
+
+
+class Status(enum.Enum):
+    """What a SEND is, seen against the sequence ids already pushed and persisted."""
+
+    #: Above every id pushed: to be stored.
+    NOT_DUPLICATE = "not-duplicate"
+    #: At or below the highest persisted id: acknowledged as a duplicate, not stored.
+    DUPLICATE = "duplicate"
+    #: Pushed but not persisted yet: its first add may still fail, so the SEND is refused.
+    UNKNOWN = "unknown"
 
 
 class MessageDeduplication:
@@ -63,12 +86,14 @@ class MessageDeduplication:
         """What a (re)connecting producer of this name is told it last sent."""
         return self.highest_pushed.get(producer_name, -1)
 
-    def is_duplicate(self, producer_name: str, sequence_id: int, highest_sequence_id: int) -> bool:
-        """True for a resend of something already pushed; otherwise records it as pushed."""
+    def check(self, producer_name: str, sequence_id: int, highest_sequence_id: int) -> Status:
+        """Classify a SEND; one that is not a duplicate is recorded as pushed."""
+        if sequence_id <= self.highest_persisted.get(producer_name, -1):
+            return Status.DUPLICATE
         if sequence_id <= self.highest_pushed.get(producer_name, -1):
-            return True
+            return Status.UNKNOWN
         self.highest_pushed[producer_name] = max(sequence_id, highest_sequence_id)
-        return False
+        return Status.NOT_DUPLICATE
 
     def persisted(self, producer_name: str, sequence_id: int, highest_sequence_id: int,
                   position: ml.Position) -> None:
