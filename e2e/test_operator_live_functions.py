@@ -15,6 +15,10 @@ The harness runs no images, so the one file that image has for the sample,
 for the test (a link to the module the image links there) and removed afterwards.
 The sample's pulsar.pulsarConfig names the brokers of its own test cluster,
 sn-platform-pulsar-broker; the test gives pulsar-mini's brokers that Service name too.
+
+Last, the cluster gets a functions worker (`kubectl patch` of spec.functionsWorker):
+`pulsar-admin functions create` through the brokers' Service (status.webServiceURL)
+reaches the worker pod, whose instance process transforms what is published.
 """
 
 from __future__ import annotations
@@ -54,6 +58,8 @@ GROUP = "pulsar.pulsar-py.dev/v1alpha1"
 CLUSTERS = api.Resource(GROUP, "pulsarclusters", "PulsarCluster")
 MESH_FUNCTIONS = api.Resource("compute.functionmesh.io/v1alpha1", "functions", "Function")
 MESH_KIND = "functions.compute.functionmesh.io"
+PULSAR_ADMIN = str(pathlib.Path(sys.executable).with_name("pulsar-admin"))
+WORKER_PODS = f"{CLUSTER}-functions-worker-"
 #: Where the pulsar-py image has the example function function-mesh's sample names.
 IMAGE_EXAMPLE = pathlib.Path("/pulsar/examples/python-examples/exclamation_function.py")
 #: github.com/streamnative/function-mesh, .ci/tests/integration/cases/python-function/manifests.yaml
@@ -292,3 +298,41 @@ async def test_deleting_the_functions_stops_their_instances_and_removes_their_ch
 async def test_the_sample_is_function_mesh_s_own_but_for_its_image() -> None:
     function = next(doc for doc in yaml.safe_load_all(FUNCTION_MESH_SAMPLE) if doc["kind"] == "Function")
     assert "image" not in function["spec"] and function["spec"]["python"]["py"] == str(IMAGE_EXAMPLE)
+
+
+def worker_ready(obj: dict[str, Any]) -> bool:
+    worker = ((obj.get("status") or {}).get("components") or {}).get("functionsWorker") or {}
+    return condition(obj, "Ready").get("status") == "True" and worker.get("readyReplicas") == 1
+
+
+async def test_a_functions_worker_in_the_cluster_runs_functions_created_through_the_brokers(
+        live: Live) -> None:
+    await live.kubectl("patch", f"pulsarclusters.pulsar.pulsar-py.dev/{CLUSTER}", "--type=merge",
+                       "-p", json.dumps({"spec": {"functionsWorker": {"enabled": True}}}))
+    await live.wait(CLUSTERS, CLUSTER, worker_ready, "PulsarCluster Ready with 1 functions worker", READY_TIMEOUT_S)
+    assert live.running_pods(WORKER_PODS) == {f"{CLUSTER}-functions-worker-0"}
+    admin_url = (await live.status(CLUSTERS, CLUSTER))["webServiceURL"]  # the brokers' Service
+
+    async def admin(*args: str) -> str:
+        result = await live.cluster.run([PULSAR_ADMIN, "--admin-url", admin_url, "functions", *args],
+                                        timeout_s=90)
+        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+        return result.stdout
+
+    created = await admin("create", "--py", str(example_function.__file__),
+                          "--classname", "exclamation_function.ExclamationFunction",
+                          "--inputs", "persistent://public/default/worker-in",
+                          "--output", "persistent://public/default/worker-out", "--name", "via-worker")
+    assert "Created successfully" in created
+
+    async def running() -> bool:
+        result = await live.cluster.run([PULSAR_ADMIN, "--admin-url", admin_url, "functions", "status",
+                                         "--name", "via-worker"], timeout_s=30)
+        return result.returncode == 0 and json.loads(result.stdout).get("numRunning") == 1
+
+    await emulation.wait_for(running, WAIT_S, "the function's instance running on the worker")
+    status = json.loads(await admin("status", "--name", "via-worker"))
+    assert status["instances"][0]["status"]["workerId"] == f"{CLUSTER}-functions-worker-0"
+    await live.through_function("persistent://public/default/worker-in", "persistent://public/default/worker-out")
+    assert "via-worker" in (await admin("list")).split()
+    assert "Deleted successfully" in await admin("delete", "--name", "via-worker")

@@ -223,6 +223,28 @@ def proxy_objects(body: dict[str, Any], spec: cluster_spec.ClusterSpec) -> list[
                          cc.proxy_conf(spec), container, volumes))
 
 
+def functions_worker_objects(body: dict[str, Any], spec: cluster_spec.ClusterSpec) -> list[dict[str, Any]]:
+    """`pulsar functions-worker` pods: each registers under its pod DNS name in the metadata
+    store, where the brokers find it to forward /admin/v3/functions, and runs the instances
+    assigned to it as processes in its pod (their files in an emptyDir)."""
+    headless = naming.child_name(spec.name, naming.FUNCTIONS_WORKER) + "-headless"
+    command = ["pulsar", "functions-worker", "--config", f"{cc.CONF_DIR}/functions_worker.conf",
+               "--conf", "workerId=$(POD_NAME)",
+               "--conf", f"workerHostname=$(POD_NAME).{headless}.{spec.namespace}.svc", *BIND_POD_IP]
+    ports = {"http": cc.FUNCTIONS_WORKER_PORT}
+    volumes, mounts = cc.secret_volumes(spec, naming.FUNCTIONS_WORKER)
+    container = _container(
+        spec, "functions-worker", command, ports, spec.functions_worker.resources,
+        workloads.http_probe("/status.html", cc.FUNCTIONS_WORKER_PORT, initial_delay_s=5),
+        workloads.http_probe("/status.html", cc.FUNCTIONS_WORKER_PORT, initial_delay_s=30),
+        [_config_mount(), {"name": "functions", "mountPath": cc.FUNCTIONS_DIR}, *mounts],
+    )
+    return (_service_pair(body, spec, naming.FUNCTIONS_WORKER, ports)
+            + _stateless(body, spec, naming.FUNCTIONS_WORKER, spec.functions_worker.replicas,
+                         "functions_worker.conf", cc.functions_worker_conf(spec), container,
+                         [{"name": "functions", "emptyDir": {}}, *volumes]))
+
+
 def service_urls_config_map(body: dict[str, Any], spec: cluster_spec.ClusterSpec) -> dict[str, Any]:
     """`<cluster>-service-urls`: the keys function-mesh's spec.pulsar.pulsarConfig expects."""
     name = naming.child_name(spec.name, "service-urls")

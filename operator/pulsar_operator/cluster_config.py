@@ -25,6 +25,11 @@ WEB_TLS_PORT = 8443
 TLS_DIR = "/pulsar/tls"
 TOKEN_KEY_DIR = "/pulsar/auth/token-key"
 PROXY_TOKEN_DIR = "/pulsar/auth/proxy-token"
+OPERATOR_TOKEN_DIR = "/pulsar/auth/operator-token"
+FUNCTIONS_WORKER_PORT = 6750
+#: The worker's instance configs, code and logs (an emptyDir: function records and code live in
+#: the metadata store, so a new pod rebuilds it).
+FUNCTIONS_DIR = f"{DATA_DIR}/functions"
 TOKEN_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"
 TOKEN_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationToken"
 
@@ -112,7 +117,8 @@ def _authentication(spec: cluster_spec.ClusterSpec) -> dict[str, str]:
 
 def secret_volumes(spec: cluster_spec.ClusterSpec,
                    component: str) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
-    """(volumes, mounts) of the secrets a broker or proxy pod reads (spec.tls, spec.auth)."""
+    """(volumes, mounts) of the secrets a broker, proxy or functions worker pod reads (spec.tls,
+    spec.auth)."""
     wanted: list[tuple[str, str, str]] = []
     if spec.tls.enabled:
         wanted.append(("tls", spec.tls.secret_name, TLS_DIR))
@@ -121,6 +127,8 @@ def secret_volumes(spec: cluster_spec.ClusterSpec,
         wanted.append(("token-key", auth.token_secret_key.name, TOKEN_KEY_DIR))
     if auth.enabled and component == naming.PROXY and auth.proxy_token is not None:
         wanted.append(("proxy-token", auth.proxy_token.name, PROXY_TOKEN_DIR))
+    if auth.enabled and component == naming.FUNCTIONS_WORKER and auth.operator_token is not None:
+        wanted.append(("operator-token", auth.operator_token.name, OPERATOR_TOKEN_DIR))
     volumes: list[dict[str, object]] = [
         {"name": name, "secret": {"secretName": secret, "defaultMode": 0o400}}
         for name, secret, _ in wanted]
@@ -185,6 +193,37 @@ def proxy_conf(spec: cluster_spec.ClusterSpec) -> dict[str, str]:
                          f"file://{PROXY_TOKEN_DIR}/{spec.auth.proxy_token.key}",
                      "forwardAuthorizationCredentials": "true"})
     return _with_overrides(base, spec.proxy.component.config)
+
+
+def functions_worker_conf(spec: cluster_spec.ClusterSpec) -> dict[str, str]:
+    """functions_worker.conf: the cluster's metadata store (where brokers find the workers to
+    forward /admin/v3/functions to), its brokers, and on a secured cluster the same token
+    authentication and authorization as the brokers, with the operator's superuser token as the
+    worker's and its instances' credentials towards brokers."""
+    broker = svc_host(spec, naming.BROKER)
+    base = {
+        "configurationMetadataStoreUrl": metadata_store_url(spec),
+        "workerPort": str(FUNCTIONS_WORKER_PORT),
+        "pulsarFunctionsCluster": spec.cluster_name,
+        "pulsarServiceUrl": f"pulsar://{broker}:{BROKER_PORT}",
+        "pulsarWebServiceUrl": web_service_url(spec),
+        "downloadDirectory": FUNCTIONS_DIR,
+        **_authentication(spec),
+    }
+    if spec.tls.enabled:
+        base.update({"pulsarServiceUrl": f"pulsar+ssl://{broker}:{BROKER_TLS_PORT}",
+                     "pulsarWebServiceUrl": f"https://{broker}:{WEB_TLS_PORT}",
+                     "tlsTrustCertsFilePath": f"{TLS_DIR}/{spec.tls.ca_key}"})
+    auth = spec.auth
+    if auth.enabled:
+        roles = (*auth.superuser_roles, auth.proxy_role)
+        base.update({"authorizationEnabled": "true", "superUserRoles": ",".join(roles),
+                     "proxyRoles": auth.proxy_role})
+        if auth.operator_token is not None:
+            base.update({"brokerClientAuthenticationPlugin": TOKEN_PLUGIN,
+                         "brokerClientAuthenticationParameters":
+                             f"file://{OPERATOR_TOKEN_DIR}/{auth.operator_token.key}"})
+    return _with_overrides(base, spec.functions_worker.config)
 
 
 def etcd_initial_cluster(spec: cluster_spec.ClusterSpec) -> str:

@@ -7,9 +7,9 @@ lose ledger replicas); the decommission loop (loops/decommission.py) drains
 bookies and shrinks it one at a time, and this reconcile then holds it at its
 new size. With spec.decommission.enabled false it stays held, Degraded.
 
-This release has no functions worker: spec.functionsWorker.enabled renders
-nothing and is answered by a FunctionsWorkerAvailable=False condition, while
-Ready still follows the components that do run.
+spec.functionsWorker.enabled adds `pulsar functions-worker` pods over the
+cluster's metadata store, where the brokers find them to forward
+/admin/v3/functions; Ready then waits for them too.
 """
 
 from __future__ import annotations
@@ -29,8 +29,6 @@ COMPONENT_STATUS_KEYS = {
 }
 HELD_REASON = "DecommissionDisabled"
 DECOMMISSIONING_REASON = "DecommissioningBookies"
-FUNCTIONS_WORKER_AVAILABLE = "FunctionsWorkerAvailable"
-FUNCTIONS_WORKER_NOT_AVAILABLE = "NotInThisRelease"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,6 +64,8 @@ def desired_replicas(spec: cluster_spec.ClusterSpec) -> dict[str, int]:
     result[naming.BROKER] = spec.broker.replicas
     if spec.proxy.component.enabled:
         result[naming.PROXY] = spec.proxy.component.replicas
+    if spec.functions_worker.enabled:
+        result[naming.FUNCTIONS_WORKER] = spec.functions_worker.replicas
     return result
 
 
@@ -129,15 +129,14 @@ def desired_objects(body: dict[str, Any], spec: cluster_spec.ClusterSpec, bookie
     objects += components.broker_objects(body, with_operator_balancing(spec))
     if spec.proxy.component.enabled:
         objects += components.proxy_objects(body, spec)
+    if spec.functions_worker.enabled:
+        objects += components.functions_worker_objects(body, spec)
     objects.append(components.service_urls_config_map(body, spec))
     return objects
 
 
 def all_child_refs(spec: cluster_spec.ClusterSpec) -> list[plan.ObjectRef]:
-    """Every child a cluster can have, whatever is enabled; used to remove disabled parts.
-
-    The functions worker's are listed too, so that one made by an earlier build is removed.
-    """
+    """Every child a cluster can have, whatever is enabled; used to remove disabled parts."""
     refs = []
     for component in (naming.ETCD, naming.PROXY, naming.FUNCTIONS_WORKER):
         name = naming.child_name(spec.name, component)
@@ -178,17 +177,6 @@ def component_status(
             "selector": naming.selector_string(naming.selector_labels(spec.name, component)),
         }
     return result
-
-
-def functions_worker_condition(spec: cluster_spec.ClusterSpec) -> list[conditions.Condition]:
-    """A warning for spec.functionsWorker.enabled, which this release cannot honour."""
-    if not spec.functions_worker.enabled:
-        return []
-    return [conditions.Condition(
-        FUNCTIONS_WORKER_AVAILABLE, False, FUNCTIONS_WORKER_NOT_AVAILABLE,
-        "spec.functionsWorker.enabled is true, but this release of pulsar-py has no functions worker "
-        "(`pulsar functions-worker` comes in a later release); nothing is run for it",
-    )]
 
 
 def _conditions(
@@ -250,7 +238,6 @@ def reconcile(body: dict[str, Any], observed: dict[str, ObservedSet | None], now
     present = {plan.ObjectRef.of(obj) for obj in objects}
     deletions = tuple(ref for ref in all_child_refs(spec) if ref not in present)
     conds = _conditions(wanted, observed, held, bookies, spec)
-    conds += functions_worker_condition(spec)
     status: dict[str, Any] = {
         "observedGeneration": generation,
         "conditions": conditions.merge(old_status.get("conditions"), conds, now, generation),

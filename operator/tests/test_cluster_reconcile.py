@@ -74,16 +74,16 @@ ETCD = {n for n in MINI_CHILDREN if "etcd" in n[1]}
 @pytest.mark.parametrize(("changes", "expected"), [
     ({}, MINI_CHILDREN),
     ({"proxy__enabled": False}, MINI_CHILDREN - PROXY),
-    ({"functionsWorker": {"enabled": True}}, MINI_CHILDREN),
+    ({"functionsWorker": {"enabled": True}}, MINI_CHILDREN | WORKER),
     ({"etcd": {"externalEndpoints": ["http://etcd-0.example:2379"]}}, MINI_CHILDREN - ETCD),
-], ids=["sample", "no-proxy", "worker-not-in-this-release", "external-etcd"])
+], ids=["sample", "no-proxy", "functions-worker", "external-etcd"])
 def test_cluster_becomes_the_children_its_components_need(example: Example, changes: dict[str, Any],
                                                            expected: set[tuple[str, str]]) -> None:
     plan = cluster_reconcile.reconcile(cluster(example, **changes), {}, NOW)
     assert names(plan.objects) == expected
-    # Whatever is switched off (and the functions worker, always) is deleted if we made it.
+    # Whatever is switched off is deleted if we made it.
     deleted = {(ref.kind, ref.name) for ref in plan.deletions}
-    assert deleted == {n for n in MINI_CHILDREN - expected if n[0] != "PodDisruptionBudget"} | WORKER
+    assert deleted == {n for n in (MINI_CHILDREN | WORKER) - expected if n[0] != "PodDisruptionBudget"}
 
 
 @pytest.mark.parametrize("changes", [
@@ -98,7 +98,8 @@ def test_cluster_becomes_the_children_its_components_need(example: Example, chan
                            {"key": "pool", "operator": "In", "values": ["pulsar"]}]}]}}},
                    "labels": {"team": "streaming"}, "annotations": {"example.com/owner": "me"}}},
     {"etcd": {"replicas": 3, "storage": {"size": "2Gi", "storageClassName": "fast"}}},
-], ids=["sample", "lb-and-racks", "pod-policy", "three-etcd"])
+    {"functionsWorker": {"enabled": True, "replicas": 2, "resources": {"requests": {"cpu": "500m"}}}},
+], ids=["sample", "lb-and-racks", "pod-policy", "three-etcd", "functions-worker"])
 def test_every_child_validates_against_the_kubernetes_schemas(example: Example, changes: dict[str, Any]) -> None:
     plan = cluster_reconcile.reconcile(cluster(example, **changes), {}, NOW)
     for obj in plan.objects:
@@ -298,22 +299,49 @@ def test_status_reports_replicas_urls_and_readiness(example: Example) -> None:
                     "app.kubernetes.io/name=pulsar"}
 
 
-def test_an_enabled_functions_worker_is_a_warning_condition_and_ready_still_follows_the_rest(
-    example: Example,
-) -> None:
+def test_a_functions_worker_runs_over_the_cluster_metadata_store_and_brokers(example: Example) -> None:
+    body = cluster(example, functionsWorker={"enabled": True, "replicas": 2,
+                                             "config": {"maxPackageSizeBytes": "4194304"}})
+    plan = cluster_reconcile.reconcile(body, {}, NOW)
+    conf = by(plan.objects, "ConfigMap", "pulsar-mini-functions-worker")["data"]["functions_worker.conf"]
+    lines = set(conf.splitlines())
+    assert {"configurationMetadataStoreUrl=etcd:http://pulsar-mini-etcd.pulsar.svc:2379",
+            "pulsarServiceUrl=pulsar://pulsar-mini-broker.pulsar.svc:6650",
+            "pulsarWebServiceUrl=http://pulsar-mini-broker.pulsar.svc:8080",
+            "pulsarFunctionsCluster=pulsar-mini", "workerPort=6750",
+            "downloadDirectory=/pulsar/data/functions", "maxPackageSizeBytes=4194304"} <= lines
+    sts = by(plan.objects, "StatefulSet", "pulsar-mini-functions-worker")
+    assert sts["spec"]["replicas"] == 2
+    assert sts["spec"]["serviceName"] == "pulsar-mini-functions-worker-headless"
+    pod = sts["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["command"] == [
+        "pulsar", "functions-worker", "--config", "/pulsar/conf/functions_worker.conf",
+        "--conf", "workerId=$(POD_NAME)",
+        "--conf", "workerHostname=$(POD_NAME).pulsar-mini-functions-worker-headless.pulsar.svc",
+        "--conf", "bindAddress=$(POD_IP)"]
+    assert container["readinessProbe"]["httpGet"] == {"path": "/status.html", "port": 6750}
+    assert {"name": "functions", "emptyDir": {}} in pod["volumes"]
+    assert {"name": "functions", "mountPath": "/pulsar/data/functions"} in container["volumeMounts"]
+    service = by(plan.objects, "Service", "pulsar-mini-functions-worker")
+    assert [p["port"] for p in service["spec"]["ports"]] == [6750]
+
+
+def test_a_functions_worker_is_a_component_whose_readiness_counts(example: Example) -> None:
     body = cluster(example, functionsWorker={"enabled": True, "replicas": 2})
     first = cluster_reconcile.reconcile(body, {}, NOW)
-    assert not any("functions-worker" in o["metadata"]["name"] for o in first.objects)
-    warning = condition(first.status, "FunctionsWorkerAvailable")
-    assert (warning["status"], warning["reason"]) == ("False", "NotInThisRelease")
-    assert "spec.functionsWorker.enabled" in warning["message"]
-    assert first.status["components"]["functionsWorker"] is None
+    assert "functions-worker 0/2 ready" in condition(first.status, "Progressing")["message"]
+    assert "FunctionsWorkerAvailable" not in {c["type"] for c in first.status["conditions"]}
     body["status"] = first.status
+    observed = ready_sets(first.objects)
+    observed["functions-worker"] = ObservedSet(spec_replicas=2, replicas=2, ready_replicas=1)
+    waiting = cluster_reconcile.reconcile(body, observed, LATER)
+    assert condition(waiting.status, "Ready")["status"] == "False"
+    assert waiting.status["components"]["functionsWorker"]["readyReplicas"] == 1
     ready = cluster_reconcile.reconcile(body, ready_sets(first.objects), LATER)
     assert condition(ready.status, "Ready")["status"] == "True"
-    assert condition(ready.status, "FunctionsWorkerAvailable")["lastTransitionTime"] == NOW
-    assert "FunctionsWorkerAvailable" not in {c["type"] for c in cluster_reconcile.reconcile(
-        cluster(example), {}, NOW).status["conditions"]}
+    assert ready.status["components"]["functionsWorker"]["desiredReplicas"] == 2
+    assert cluster_reconcile.reconcile(cluster(example), {}, NOW).status["components"]["functionsWorker"] is None
 
 
 def test_without_a_proxy_clients_use_the_brokers(example: Example) -> None:

@@ -59,6 +59,29 @@ def test_the_proxy_talks_tls_to_brokers_with_its_own_token_and_forwards_client_r
     assert secrets == {"pulsar-tls", "token-key", "proxy-token"}
 
 
+def test_the_functions_worker_authenticates_calls_and_reaches_brokers_over_tls_with_a_token(
+        example: Example) -> None:
+    plan = cluster_reconcile.reconcile(
+        cluster(example, **SECURE, functionsWorker={"enabled": True}), {}, NOW)
+    conf = by(plan.objects, "ConfigMap", "pulsar-mini-functions-worker")["data"]
+    assert {"pulsarServiceUrl=pulsar+ssl://pulsar-mini-broker.pulsar.svc:6651",
+            "pulsarWebServiceUrl=https://pulsar-mini-broker.pulsar.svc:8443",
+            "tlsTrustCertsFilePath=/pulsar/tls/ca.crt", "authenticationEnabled=true",
+            f"authenticationProviders={cluster_config.TOKEN_PROVIDER}",
+            "tokenSecretKey=file:///pulsar/auth/token-key/secret.key",
+            "authorizationEnabled=true", "superUserRoles=operator,proxy", "proxyRoles=proxy",
+            "brokerClientAuthenticationPlugin=org.apache.pulsar.client.impl.auth.AuthenticationToken",
+            "brokerClientAuthenticationParameters=file:///pulsar/auth/operator-token/token",
+            } <= set(conf["functions_worker.conf"].splitlines())
+    pod = by(plan.objects, "StatefulSet", "pulsar-mini-functions-worker")["spec"]["template"]["spec"]
+    secrets = {v["name"]: v["secret"]["secretName"] for v in pod["volumes"] if "secret" in v}
+    assert secrets == {"tls": "pulsar-tls", "token-key": "token-key", "operator-token": "operator-token"}
+    container = pod["containers"][0]
+    assert not any("token" in arg for arg in container["command"])
+    for obj in plan.objects:
+        kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+
+
 def test_secure_children_validate_and_the_operator_calls_the_https_port(example: Example) -> None:
     body = cluster(example, **SECURE)
     plan = cluster_reconcile.reconcile(body, {}, NOW)

@@ -273,7 +273,7 @@ def test_the_status_the_operator_writes_survives_schema_pruning() -> None:
 
     cluster = example("pulsar-cluster.yaml")
     cluster["metadata"].update(namespace="ns", generation=3)
-    cluster["spec"]["functionsWorker"] = {"enabled": True}  # adds the FunctionsWorkerAvailable condition
+    cluster["spec"]["functionsWorker"] = {"enabled": True}  # adds status.components.functionsWorker
     observed = {naming.BOOKIE: cluster_reconcile.ObservedSet(5, 5, 5), naming.BROKER: cluster_reconcile.ObservedSet(2, 2, 1)}
     function = example("function.yaml")
     function["spec"]["statefulConfig"] = {"pulsar": {"serviceUrl": "bk://x:4181"}}  # adds status.ignoredFields
