@@ -172,6 +172,28 @@ class BrokerConfig:
     max_publish_rate_per_topic_in_bytes: int = setting(
         "maxPublishRatePerTopicInBytes", 0,
         "Bytes per second a topic accepts when its namespace sets no publishRate (0: no limit)")
+    dispatch_throttling_rate_per_topic_in_msg: int = setting(
+        "dispatchThrottlingRatePerTopicInMsg", 0,
+        "Messages per second a topic delivers when its namespace sets no dispatchRate "
+        "(0: no limit)")
+    dispatch_throttling_rate_per_topic_in_byte: int = setting(
+        "dispatchThrottlingRatePerTopicInByte", 0,
+        "Bytes per second a topic delivers when its namespace sets no dispatchRate (0: no limit)")
+    dispatch_throttling_rate_per_subscription_in_msg: int = setting(
+        "dispatchThrottlingRatePerSubscriptionInMsg", 0,
+        "Messages per second a subscription gets when its namespace sets no "
+        "subscriptionDispatchRate (0: no limit)")
+    dispatch_throttling_rate_per_subscription_in_byte: int = setting(
+        "dispatchThrottlingRatePerSubscriptionInByte", 0,
+        "Bytes per second a subscription gets when its namespace sets no "
+        "subscriptionDispatchRate (0: no limit)")
+    subscribe_throttling_rate_per_consumer: int = setting(
+        "subscribeThrottlingRatePerConsumer", 0,
+        "Subscribes one consumer (host, name, id) may make per period when its namespace sets "
+        "no subscribeRate (0: no limit)")
+    subscribe_rate_period_per_consumer_in_second: int = setting(
+        "subscribeRatePeriodPerConsumerInSecond", 30,
+        "The period of subscribeThrottlingRatePerConsumer, seconds")
     subscription_redelivery_tracker_enabled: bool = setting(
         "subscriptionRedeliveryTrackerEnabled", True
     )

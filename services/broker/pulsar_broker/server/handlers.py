@@ -354,6 +354,11 @@ class Handlers:
         topic = await self._topic(topic_name, create=create)
         if topic is None:
             raise errors.TopicNotFoundError(f"Topic {topic_name} does not exist")
+        if isinstance(topic, PersistentTopic):
+            # Apache knows a consumer by its client's host (no port), name and id.
+            host = self.cnx.remote_address.rsplit(":", 1)[0]
+            topic.check_subscribe_rate((host, request.consumer_name, request.consumer_id),
+                                       time.monotonic())
         schema = schema_protocol.announced_schema(request)
         if schema is not None:
             try:

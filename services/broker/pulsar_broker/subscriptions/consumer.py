@@ -98,9 +98,9 @@ class Consumer:
         self.permits += permits
 
     def send(self, item: Dispatched, redelivery_count: int,
-             ack_set: Sequence[int] | None = None) -> None:
+             ack_set: Sequence[int] | None = None) -> int:
         """Send an entry; with an ack_set only its unacknowledged messages count (the client
-        skips the others, and they use no permits)."""
+        skips the others, and they use no permits). Returns how many messages went out."""
         position = item.entry.position
         messages = item.num_messages if ack_set is None else min(
             item.num_messages, unacknowledged_in(ack_set))
@@ -113,6 +113,7 @@ class Consumer:
             self.consumer_id, position, redelivery_count, item.entry.data, self.partition_index,
             ack_set,
         )
+        return messages
 
     def acknowledged(self, position: ml.Position) -> bool:
         """Forget a pending entry; True when this consumer held it."""

@@ -19,12 +19,13 @@ from __future__ import annotations
 import abc
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Iterable
 
 from pulsar_common.wire import errors as wire_errors
 
 from pulsar_broker.managed_ledger import api as ml
-from pulsar_broker.subscriptions import delayed_delivery
+from pulsar_broker.subscriptions import delayed_delivery, dispatch_rate
 from pulsar_broker.subscriptions.consumer import Consumer, Dispatched
 from pulsar_broker.topics import entry_info
 
@@ -68,6 +69,10 @@ class Dispatcher(abc.ABC):
         self._task: asyncio.Task[None] | None = None
         #: Entries acknowledged without delivery because no client could read them.
         self.unreadable_entries_skipped = 0
+        #: The topic's and the subscription's dispatch rates (None: never limited); set by
+        #: whoever creates the dispatcher for a subscription.
+        self.throttle: dispatch_rate.DispatchThrottle | None = None
+        self._throttle_timer: asyncio.TimerHandle | None = None
 
     # -- consumers and redelivery, per delivery model ---------------------------------
 
@@ -119,10 +124,12 @@ class Dispatcher(abc.ABC):
         """Replaced by another dispatcher (the subscription changed type): stop, without
         waiting. The cursor is rewound, so held entries are read again by the new one."""
         self._closed = True
+        self._cancel_throttle_timer()
         self.wake()
 
     async def close(self) -> None:
         self._closed = True
+        self._cancel_throttle_timer()
         if self._task is not None:
             self._task.cancel()
             try:
@@ -150,12 +157,21 @@ class Dispatcher(abc.ABC):
             if permits <= 0:
                 return
             batch = max(1, min(permits, self.max_read_batch))
+            max_bytes = self.max_read_bytes
+            if self.throttle is not None:
+                now_s = time.monotonic()
+                quota = self.throttle.quota(now_s)
+                if quota is not None:
+                    if quota.throttled:
+                        self._resume_after(self.throttle.wait_s(now_s))
+                        return
+                    batch, max_bytes = quota.fit(batch, max_bytes)
             generation = self._generation
             if await self._dispatch_held(batch, generation):
                 continue
             if not self._may_read_ahead() or not self.cursor.has_more_entries():
                 return
-            entries = await self._read(batch)
+            entries = await self._read(batch, max_bytes)
             if generation != self._generation or not entries:
                 continue
             items = await self._readable(entries)
@@ -163,9 +179,24 @@ class Dispatcher(abc.ABC):
                 continue
             self._dispatch(items)
 
-    async def _read(self, batch: int) -> list[ml.Entry]:
+    async def _read(self, batch: int, max_bytes: int) -> list[ml.Entry]:
         """The next entries of the cursor for this subscription (at most batch)."""
-        return await self.cursor.read_entries(batch, self.max_read_bytes)
+        return await self.cursor.read_entries(batch, max_bytes)
+
+    def _resume_after(self, delay_s: float) -> None:
+        """Over its dispatch rate: look again once the rate allows more."""
+        if self._throttle_timer is None:
+            self._throttle_timer = asyncio.get_running_loop().call_later(
+                delay_s, self._throttle_elapsed)
+
+    def _throttle_elapsed(self) -> None:
+        self._throttle_timer = None
+        self.wake()
+
+    def _cancel_throttle_timer(self) -> None:
+        if self._throttle_timer is not None:
+            self._throttle_timer.cancel()
+            self._throttle_timer = None
 
     @abc.abstractmethod
     def _permits(self) -> int:
@@ -206,7 +237,9 @@ class Dispatcher(abc.ABC):
         position = item.entry.position
         # A partly acknowledged batch goes out with the messages still to deliver.
         ack_set = self.cursor.batch_ack_set(position) if item.num_messages > 1 else None
-        consumer.send(item, self._redelivery_count(position), ack_set)
+        sent = consumer.send(item, self._redelivery_count(position), ack_set)
+        if self.throttle is not None and self.throttle.active:
+            self.throttle.record(sent, len(item.entry.data), time.monotonic())
 
 
 def _describe(entry: ml.Entry) -> Dispatched:

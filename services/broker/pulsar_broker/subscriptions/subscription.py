@@ -14,6 +14,7 @@ from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.subscriptions import (
     delayed_delivery,
+    dispatch_rate,
     key_shared,
     shared,
     single_active,
@@ -46,8 +47,11 @@ class Subscription:
         delayed_settings: delayed_delivery.DelayedDeliverySettings | None = None,
         max_read_bytes: int = dispatch.MAX_READ_BYTES,
         key_shared_replica_points: int = 0,
+        throttle: dispatch_rate.DispatchThrottle | None = None,
     ) -> None:
         self.topic_name = topic_name
+        #: The dispatch rates this subscription's deliveries count against.
+        self.throttle = throttle
         self.key_shared_replica_points = key_shared_replica_points
         self.name = name
         self.cursor = cursor
@@ -62,7 +66,7 @@ class Subscription:
             cursor, sub_type, partition_index=partition_index, max_read_batch=max_read_batch,
             redelivery_count=self.redelivery_count, on_active_change=self._announce_active,
             delayed_settings=delayed_settings, max_read_bytes=max_read_bytes,
-            key_shared_replica_points=key_shared_replica_points,
+            key_shared_replica_points=key_shared_replica_points, throttle=throttle,
         )
         self.msg_acked = 0
 
@@ -98,7 +102,7 @@ class Subscription:
             max_read_batch=old.max_read_batch, redelivery_count=self.redelivery_count,
             on_active_change=self._announce_active, delayed_settings=self.delayed_settings,
             max_read_bytes=old.max_read_bytes,
-            key_shared_replica_points=self.key_shared_replica_points,
+            key_shared_replica_points=self.key_shared_replica_points, throttle=self.throttle,
         )
         old.retire()
         self.cursor.rewind()
@@ -254,8 +258,30 @@ def new_dispatcher(
     delayed_settings: delayed_delivery.DelayedDeliverySettings | None = None,
     max_read_bytes: int = dispatch.MAX_READ_BYTES,
     key_shared_replica_points: int = 0,
+    throttle: dispatch_rate.DispatchThrottle | None = None,
 ) -> dispatch.Dispatcher:
-    """The dispatcher of a subscription type's delivery model."""
+    """The dispatcher of a subscription type's delivery model, held to throttle's rates."""
+    dispatcher = _new_dispatcher(
+        cursor, sub_type, partition_index=partition_index, max_read_batch=max_read_batch,
+        redelivery_count=redelivery_count, on_active_change=on_active_change,
+        delayed_settings=delayed_settings, max_read_bytes=max_read_bytes,
+        key_shared_replica_points=key_shared_replica_points)
+    dispatcher.throttle = throttle
+    return dispatcher
+
+
+def _new_dispatcher(
+    cursor: ml.ManagedCursor,
+    sub_type: SubType,
+    *,
+    partition_index: int,
+    max_read_batch: int,
+    redelivery_count: dispatch.RedeliveryCount,
+    on_active_change: Callable[[Consumer | None], None] | None,
+    delayed_settings: delayed_delivery.DelayedDeliverySettings | None,
+    max_read_bytes: int,
+    key_shared_replica_points: int,
+) -> dispatch.Dispatcher:
     if sub_type in (SubType.EXCLUSIVE, SubType.FAILOVER):
         return single_active.SingleActiveDispatcher(
             cursor, partition_index=partition_index, max_read_batch=max_read_batch,

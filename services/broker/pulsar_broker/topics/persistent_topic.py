@@ -20,6 +20,7 @@ from pulsar_common import naming
 
 from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
+from pulsar_broker.subscriptions import dispatch_rate
 from pulsar_broker.subscriptions import dispatcher as dispatch
 from pulsar_broker.subscriptions.consumer import SubType
 from pulsar_broker.subscriptions.subscription import ConsumerBusyError, Subscription
@@ -29,6 +30,7 @@ from pulsar_broker.topics import (
     policies,
     producer_access,
     publish_rate,
+    subscribe_rate,
 )
 from pulsar_broker.topics.compaction import compactor
 from pulsar_broker.topics.compaction.compacted_cursor import CompactedCursor
@@ -86,6 +88,9 @@ class PersistentTopic:
         #: The namespace's policies as they apply here (kept current by the PolicyEnforcer).
         self.policies = policies.TopicPolicies()
         self._publish_limiter: publish_rate.PublishRateLimiter | None = None
+        #: The topic's dispatch rate, shared by the throttles of all its subscriptions.
+        self._dispatch_slot = dispatch_rate.RateSlot(lambda: self.policies.dispatch_rate)
+        self._subscribe_limiter: subscribe_rate.SubscribeRateLimiter | None = None
         stored = ledger.properties.get(producer_access.EPOCH_PROPERTY)
         self.access = producer_access.ProducerAccess(None if stored is None else int(stored))
         self._waiting: collections.deque[_Waiter] = collections.deque()
@@ -278,6 +283,7 @@ class PersistentTopic:
             self.max_read_batch, self.track_redeliveries, delayed_settings=self.policies.delayed,
             max_read_bytes=self.max_read_bytes,
             key_shared_replica_points=self.key_shared_replica_points,
+            throttle=self._dispatch_throttle(),
         )
         self.subscriptions[name] = subscription
         return subscription
@@ -299,7 +305,8 @@ class PersistentTopic:
             existing.sub_type, self.name.partition_index, self.max_read_batch,
             self.track_redeliveries, delayed_settings=self.policies.delayed,
             max_read_bytes=self.max_read_bytes,
-            key_shared_replica_points=self.key_shared_replica_points)
+            key_shared_replica_points=self.key_shared_replica_points,
+            throttle=self._dispatch_throttle())
         self.subscriptions[existing.name] = subscription
         return subscription
 
@@ -319,6 +326,26 @@ class PersistentTopic:
         if (limits.max_consumers_per_subscription
                 and subscription_consumers >= limits.max_consumers_per_subscription):
             raise ConsumerBusyError("Subscription reached max consumers limit")
+
+    def _dispatch_throttle(self) -> dispatch_rate.DispatchThrottle:
+        """A new subscription's throttle: the topic's dispatch rate and one of its own."""
+        return dispatch_rate.DispatchThrottle([
+            self._dispatch_slot,
+            dispatch_rate.RateSlot(lambda: self.policies.subscription_dispatch_rate)])
+
+    def check_subscribe_rate(self, consumer: subscribe_rate.ConsumerIdentity,
+                             now_s: float) -> None:
+        """Refuse a subscribe past the topic's subscribeRate for that consumer (host, name,
+        id), with Apache's NotAllowed."""
+        rate = self.policies.subscribe_rate
+        if not rate.limited:
+            self._subscribe_limiter = None
+            return
+        limiter = self._subscribe_limiter
+        if limiter is None or limiter.rate != rate:
+            limiter = self._subscribe_limiter = subscribe_rate.SubscribeRateLimiter(rate, now_s)
+        if not limiter.try_acquire(consumer, now_s):
+            raise errors.NotAllowedError("Subscribe limited by subscribe rate limit per consumer.")
 
     def publish_pause_s(self, messages: int, size: int, now_s: float) -> float:
         """Seconds the sender must stop sending to keep the topic within its publish rate."""
@@ -374,7 +401,8 @@ class PersistentTopic:
             str(self.name), name, cursor, SubType.EXCLUSIVE, self.name.partition_index,
             self.max_read_batch, self.track_redeliveries, delayed_settings=self.policies.delayed,
             max_read_bytes=self.max_read_bytes,
-            key_shared_replica_points=self.key_shared_replica_points)
+            key_shared_replica_points=self.key_shared_replica_points,
+            throttle=self._dispatch_throttle())
 
     async def enable_deduplication(self) -> None:
         self.deduplication = deduplication.MessageDeduplication(self.ledger)
@@ -390,7 +418,8 @@ class PersistentTopic:
                     str(self.name), cursor.name, cursor, SubType.EXCLUSIVE,
                     self.name.partition_index, self.max_read_batch, self.track_redeliveries,
                     delayed_settings=self.policies.delayed, max_read_bytes=self.max_read_bytes,
-            key_shared_replica_points=self.key_shared_replica_points)
+                    key_shared_replica_points=self.key_shared_replica_points,
+                    throttle=self._dispatch_throttle())
 
     async def remove_subscription_if_idle(self, subscription: Subscription) -> None:
         """A reader's subscription ends with its last consumer."""

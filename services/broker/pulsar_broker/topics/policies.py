@@ -21,7 +21,9 @@ from pulsar_common import errors as common_errors
 from pulsar_broker import config as broker_config
 from pulsar_broker.managed_ledger import config as ml_config
 from pulsar_broker.subscriptions.delayed_delivery import DelayedDeliverySettings
+from pulsar_broker.subscriptions.dispatch_rate import DispatchRate
 from pulsar_broker.topics.publish_rate import PublishRate
+from pulsar_broker.topics.subscribe_rate import SubscribeRate
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +92,14 @@ class TopicPolicies:
     limits: Limits = Limits()
     #: publishRate of the namespace, else maxPublishRatePerTopicIn* of the broker.
     publish_rate: PublishRate = PublishRate()
+    #: dispatchRate (the topic's, shared by its subscriptions), else
+    #: dispatchThrottlingRatePerTopicIn* of the broker.
+    dispatch_rate: DispatchRate = DispatchRate()
+    #: subscriptionDispatchRate (each subscription's own), else
+    #: dispatchThrottlingRatePerSubscriptionIn* of the broker.
+    subscription_dispatch_rate: DispatchRate = DispatchRate()
+    #: subscribeRate, else subscribeThrottlingRatePerConsumer of the broker.
+    subscribe_rate: SubscribeRate = SubscribeRate()
 
 
 #: Apache's TopicPolicies fields this broker applies -> the namespace Policies field they
@@ -104,6 +114,9 @@ TOPIC_LEVEL_FIELDS: Mapping[str, str] = {
     "maxUnackedMessagesOnConsumer": "max_unacked_messages_per_consumer",
     "publishRate": "publishMaxMessageRate",
     "compactionThreshold": "compaction_threshold",
+    "dispatchRate": "topicDispatchRate",
+    "subscriptionDispatchRate": "subscriptionDispatchRate",
+    "subscribeRate": "clusterSubscribeRate",
 }
 
 
@@ -143,6 +156,14 @@ def resolve(policies: Mapping[str, Any] | None, conf: broker_config.BrokerConfig
             if policies.get("compaction_threshold") is None else policies["compaction_threshold"]),
         limits=_limits(policies, conf),
         publish_rate=_publish_rate(policies.get("publishMaxMessageRate"), conf),
+        dispatch_rate=_dispatch_rate(policies.get("topicDispatchRate"), DispatchRate(
+            conf.dispatch_throttling_rate_per_topic_in_msg,
+            conf.dispatch_throttling_rate_per_topic_in_byte)),
+        subscription_dispatch_rate=_dispatch_rate(policies.get("subscriptionDispatchRate"),
+                                                  DispatchRate(
+            conf.dispatch_throttling_rate_per_subscription_in_msg,
+            conf.dispatch_throttling_rate_per_subscription_in_byte)),
+        subscribe_rate=_subscribe_rate(policies.get("clusterSubscribeRate"), conf),
     )
 
 
@@ -168,6 +189,27 @@ def _publish_rate(stored: Mapping[str, Any] | None,
                            int(stored.get("publishThrottlingRateInByte", -1)))
     return PublishRate(conf.max_publish_rate_per_topic_in_messages,
                        conf.max_publish_rate_per_topic_in_bytes)
+
+
+def _dispatch_rate(stored: Mapping[str, Any] | None, broker_default: DispatchRate) -> DispatchRate:
+    """A stored rate that limits something wins; one that limits nothing gives way to the
+    broker's default, as in Apache."""
+    stored = stored or {}
+    rate = DispatchRate(int(stored.get("dispatchThrottlingRateInMsg", -1)),
+                        int(stored.get("dispatchThrottlingRateInByte", -1)),
+                        int(stored.get("ratePeriodInSecond") or 1))
+    return rate if rate.limited else broker_default
+
+
+def _subscribe_rate(stored: Mapping[str, Any] | None,
+                    conf: broker_config.BrokerConfig) -> SubscribeRate:
+    stored = stored or {}
+    rate = SubscribeRate(int(stored.get("subscribeThrottlingRatePerConsumer", -1)),
+                         int(stored.get("ratePeriodInSecond") or 30))
+    if rate.limited:
+        return rate
+    return SubscribeRate(conf.subscribe_throttling_rate_per_consumer,
+                         conf.subscribe_rate_period_per_consumer_in_second)
 
 
 def _delayed(stored: Mapping[str, Any] | None, conf: broker_config.BrokerConfig

@@ -335,7 +335,7 @@ def publish_rate(body: Any) -> dict[str, Any]:
                         "PublishRate")
 
 
-def _dispatch_rate(body: Any) -> dict[str, Any]:
+def dispatch_rate(body: Any) -> dict[str, Any]:
     record = _rate_fields(body, {"dispatchThrottlingRateInMsg": (-1, rest.JAVA_INT_MAX),
                                  "dispatchThrottlingRateInByte": (-1, rest.JAVA_LONG_MAX),
                                  "ratePeriodInSecond": (1, rest.JAVA_INT_MAX)}, "DispatchRate")
@@ -345,7 +345,7 @@ def _dispatch_rate(body: Any) -> dict[str, Any]:
     return record
 
 
-def _subscribe_rate(body: Any) -> dict[str, Any]:
+def subscribe_rate(body: Any) -> dict[str, Any]:
     record = _rate_fields(body, {"subscribeThrottlingRatePerConsumer": (-1, rest.JAVA_INT_MAX),
                                  "ratePeriodInSecond": (30, rest.JAVA_INT_MAX)}, "SubscribeRate")
     if record["ratePeriodInSecond"] <= 0:
@@ -405,9 +405,9 @@ NAMESPACE_LIMITS = {
 for _path, _field in NAMESPACE_LIMITS.items():
     _simple_policy(_path, _field, limit)
 _simple_policy("/publishRate", "publishMaxMessageRate", publish_rate)
-_simple_policy("/dispatchRate", "topicDispatchRate", _dispatch_rate)
-_simple_policy("/subscriptionDispatchRate", "subscriptionDispatchRate", _dispatch_rate)
-_simple_policy("/subscribeRate", "clusterSubscribeRate", _subscribe_rate)
+_simple_policy("/dispatchRate", "topicDispatchRate", dispatch_rate)
+_simple_policy("/subscriptionDispatchRate", "subscriptionDispatchRate", dispatch_rate)
+_simple_policy("/subscribeRate", "clusterSubscribeRate", subscribe_rate)
 _simple_policy("/inactiveTopicPolicies", "inactive_topic_policies", _inactive_topic_policies)
 _simple_policy("/autoSubscriptionCreation", "autoSubscriptionCreationOverride",
                _auto_subscription_creation)

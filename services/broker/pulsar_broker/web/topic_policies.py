@@ -83,3 +83,6 @@ _topic_policy("/maxSubscriptionsPerTopic", "maxSubscriptionsPerTopic", namespace
 _topic_policy("/maxUnackedMessagesOnConsumer", "maxUnackedMessagesOnConsumer", namespaces.limit)
 _topic_policy("/publishRate", "publishRate", namespaces.publish_rate)
 _topic_policy("/compactionThreshold", "compactionThreshold", namespaces.non_negative_long)
+_topic_policy("/dispatchRate", "dispatchRate", namespaces.dispatch_rate)
+_topic_policy("/subscriptionDispatchRate", "subscriptionDispatchRate", namespaces.dispatch_rate)
+_topic_policy("/subscribeRate", "subscribeRate", namespaces.subscribe_rate)
