@@ -25,8 +25,9 @@ SAMPLES_PER_S = 250
 STOP_TIMEOUT_S = 30.0
 START_GRACE_S = 0.5
 TOP = 12
-#: Our own code, for the inclusive list.
+#: Our own code, for the inclusive list; less the entry point, which every main-thread sample has.
 OURS = re.compile(r"pulsar_(broker|bookie|common)")
+ENTRY = re.compile(r"cli/main\.py|cli\.py\)|standalone\.py\)$")
 _LINE = re.compile(r"^(.*) (\d+)$")
 _FRAME = re.compile(r"^(?P<name>.*?) \((?P<file>[^():]*)(:\d+)?\)$")
 
@@ -86,7 +87,7 @@ def summary(path: pathlib.Path, top: int = TOP) -> list[str]:
         if frames:
             self_time[frames[-1]] += count
         for frame in set(frames):
-            if OURS.search(frame):
+            if OURS.search(frame) and not ENTRY.search(frame):
                 inclusive[frame] += count
     if not total:
         return ["  no samples"]

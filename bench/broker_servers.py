@@ -26,6 +26,9 @@ class Broker(Protocol):
     @property
     def service_url(self) -> str: ...
 
+    @property
+    def pid(self) -> int: ...
+
     def restart(self) -> None: ...
 
     def stop(self) -> None: ...
@@ -42,6 +45,11 @@ class LiteBroker:
     @property
     def service_url(self) -> str:
         return f"pulsar://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
 
     def start(self) -> LiteBroker:
         from pulsar_lite import binary_finder  # only the benchmark needs pulsar-lite
@@ -80,6 +88,12 @@ class LiteBroker:
             testing.stop_process(self.process)
 
 
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds a process has used so far (from /proc)."""
+    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def lite_version() -> str:
     from importlib import metadata
 
@@ -98,6 +112,10 @@ class OursBroker:
     @property
     def service_url(self) -> str:
         return self.process.service_url
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
 
     def restart(self) -> None:
         self.process.stop()

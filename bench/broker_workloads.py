@@ -160,6 +160,7 @@ def large_produce(client: pulsar.Client, args: argparse.Namespace) -> dict[str, 
     return {
         "messages": sent,
         "seconds": elapsed,
+        "mb": sent * LARGE_PAYLOAD_BYTES / 1e6,
         "mb_per_s": sent * LARGE_PAYLOAD_BYTES / elapsed / 1e6,
     }
 

@@ -32,19 +32,13 @@ TOKEN_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProvider
 SECRET = b"bench-security-secret-of-32-byte"
 
 
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds a process has used (from /proc)."""
-    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _measured(broker: broker_servers.OursBroker, url: str, workload: str, topic: str,
               seconds: float, max_messages: int) -> tuple[dict[str, float], float]:
     """(the workload's result, broker CPU microseconds per message) of one workload."""
     pid = broker.process.pid
-    before = _cpu_s(pid)
+    before = broker_servers.cpu_s(pid)
     result = run_workload(url, workload, topic, seconds, max_messages)
-    used = _cpu_s(pid) - before
+    used = broker_servers.cpu_s(pid) - before
     return result, 1e6 * used / max(1.0, result["messages"])
 
 
