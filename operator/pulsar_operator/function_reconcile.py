@@ -25,6 +25,11 @@ CONTAINER = "pulsar-function"
 DEFAULT_CPU_UTILIZATION = 80
 LIVENESS_KEYS = ("initialDelaySeconds", "periodSeconds", "timeoutSeconds", "failureThreshold")
 CLUSTER_NOT_READY = "ClusterNotReady"
+#: Where the Secrets of spec.pulsar (broker credentials and TLS trust) are mounted: files the
+#: instance reads, so no credential is on its command line or in its environment.
+AUTH_SECRET_DIR = "/pulsar/client-auth"
+TLS_SECRET_DIR = "/pulsar/client-tls"
+TLS_CA_DIR = "/pulsar/client-tls-ca"
 
 
 def child_name(body: dict[str, Any]) -> str:
@@ -39,7 +44,34 @@ def _command(spec: dict[str, Any]) -> list[str]:
     if (spec.get("pulsar") or {}).get("pulsarConfig"):
         # The ConfigMap's keys are the container's environment; Kubernetes expands $(VAR) from it.
         command += ["--service-url", "$(brokerServiceURL)"]
-    return command
+    return command + _client_flags(spec.get("pulsar") or {})
+
+
+def _client_flags(pulsar: dict[str, Any]) -> list[str]:
+    """How the instance finds its broker credentials and TLS trust (never the values)."""
+    flags = []
+    if pulsar.get("authSecret"):
+        flags += ["--client-auth-dir", AUTH_SECRET_DIR]
+    if pulsar.get("tlsSecret"):
+        flags += ["--client-tls-dir", TLS_SECRET_DIR]
+    tls = pulsar.get("tlsConfig") or {}
+    if tls.get("enabled"):
+        if tls.get("certSecretName"):
+            flags += ["--tls-trust-certs-file", f"{TLS_CA_DIR}/{tls['certSecretKey']}"]
+        if tls.get("allowInsecure"):
+            flags.append("--tls-allow-insecure")
+        if tls.get("hostnameVerification") is not None:
+            flags += ["--tls-hostname-verification", str(bool(tls["hostnameVerification"])).lower()]
+    return flags
+
+
+def _client_secrets(pulsar: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(volume name, Secret name, mount path) of the Secrets spec.pulsar names."""
+    tls = pulsar.get("tlsConfig") or {}
+    wanted = [("pulsar-auth", pulsar.get("authSecret"), AUTH_SECRET_DIR),
+              ("pulsar-tls", pulsar.get("tlsSecret"), TLS_SECRET_DIR),
+              ("pulsar-tls-ca", tls.get("certSecretName") if tls.get("enabled") else None, TLS_CA_DIR)]
+    return [(volume, str(secret), path) for volume, secret, path in wanted if secret]
 
 
 def _liveness(pod: dict[str, Any]) -> dict[str, Any]:
@@ -64,7 +96,10 @@ def _container(spec: dict[str, Any], image: str) -> dict[str, Any]:
         "readinessProbe": workloads.http_probe("/healthz", METRICS_PORT, initial_delay_s=2, period_s=5),
         "livenessProbe": _liveness(pod),
         "volumeMounts": [{"name": "config", "mountPath": CONF_DIR, "readOnly": True},
-                         {"name": "work", "mountPath": WORK_DIR}] + list(spec.get("volumeMounts") or []),
+                         {"name": "work", "mountPath": WORK_DIR}]
+        + [{"name": volume, "mountPath": path, "readOnly": True}
+           for volume, _, path in _client_secrets(spec.get("pulsar") or {})]
+        + list(spec.get("volumeMounts") or []),
     }
     if spec.get("imagePullPolicy"):
         container["imagePullPolicy"] = spec["imagePullPolicy"]
@@ -79,6 +114,8 @@ def _pod_spec(spec: dict[str, Any], container: dict[str, Any], name: str,
               selector: dict[str, str]) -> dict[str, Any]:
     pod = spec.get("pod") or {}
     volumes = [{"name": "config", "configMap": {"name": name}}, {"name": "work", "emptyDir": {}}]
+    volumes += [{"name": volume, "secret": {"secretName": secret, "defaultMode": 0o400}}
+                for volume, secret, _ in _client_secrets(spec.get("pulsar") or {})]
     result = workloads.pod_spec([container, *(pod.get("sidecars") or [])], pod, selector,
                                 volumes=volumes + list(pod.get("volumes") or []))
     for key in ("initContainers", "imagePullSecrets", "terminationGracePeriodSeconds"):

@@ -48,8 +48,12 @@ INPUT_USED = frozenset({"topics", "topicPattern", "customSerdeSources", "customS
 SOURCE_SPEC_USED = frozenset({"schemaType", "serdeClassName", "isRegexPattern"})
 OUTPUT_USED = frozenset({"topic", "sinkSerdeClassName", "sinkSchemaType"})
 TYPE_CLASS_REASON = "Python functions take their types from serdes or schema types"
-PULSAR_USED = frozenset({"pulsarConfig"})
-PULSAR_REASON = "instances connect without authentication or TLS"
+PULSAR_USED = frozenset({"pulsarConfig", "authSecret", "tlsSecret", "tlsConfig"})
+PULSAR_REASON = "not a field this operator knows"
+PULSAR_IGNORED = {"authConfig": "OAuth2 and generic authentication are not supported; give the "
+                                "plugin and parameters in pulsar.authSecret"}
+TLS_CONFIG_USED = frozenset({"enabled", "allowInsecure", "hostnameVerification", "certSecretName",
+                             "certSecretKey"})
 #: pod fields put on the instances' pods or their HPA.
 POD_USED = frozenset({
     "labels", "annotations", "nodeSelector", "affinity", "tolerations", "securityContext",
@@ -103,6 +107,10 @@ def validate(body: dict[str, Any]) -> list[str]:
         problems.append("spec.replicas must be >= 0")
     if not (spec.get("pulsar") or {}).get("pulsarConfig") and not (spec.get("clusterRef") or {}).get("name"):
         problems.append("spec.pulsar.pulsarConfig or spec.clusterRef.name is required (where instances find Pulsar)")
+    tls_config = (spec.get("pulsar") or {}).get("tlsConfig") or {}
+    if tls_config.get("certSecretName") and not tls_config.get("certSecretKey"):
+        problems.append("spec.pulsar.tlsConfig.certSecretKey is required with certSecretName "
+                        "(the key of the CA certificate in that Secret)")
     return problems
 
 
@@ -173,7 +181,9 @@ def ignored_fields(body: dict[str, Any]) -> list[IgnoredField]:
                          "only schemaType, serdeClassName and isRegexPattern are used")
     found += _unused("spec.output", spec.get("output"), OUTPUT_USED, {"typeClassName": TYPE_CLASS_REASON},
                      "producer settings are the client's defaults")
-    found += _unused("spec.pulsar", spec.get("pulsar"), PULSAR_USED, {}, PULSAR_REASON)
+    found += _unused("spec.pulsar", spec.get("pulsar"), PULSAR_USED, PULSAR_IGNORED, PULSAR_REASON)
+    found += _unused("spec.pulsar.tlsConfig", (spec.get("pulsar") or {}).get("tlsConfig"),
+                     TLS_CONFIG_USED, {})
     found += _unused("spec.pod", spec.get("pod"), POD_USED, {}, "not applied to instance pods")
     found += _autoscaler_entries(spec)
     location = (spec.get("python") or {}).get("pyLocation")

@@ -145,13 +145,15 @@ def test_accepted_fields_without_effect_are_listed_with_the_reason(example: Exam
                     input={"topics": ["in"], "typeClassName": "java.lang.String",
                            "sourceSpecs": {"in": {"schemaType": "STRING", "receiverQueueSize": 5}}},
                     output={"topic": "out", "producerConf": {"maxPendingMessages": 10}},
-                    pulsar={"pulsarConfig": "urls", "authSecret": "auth"},
+                    pulsar={"pulsarConfig": "urls", "authConfig": {"oauth2Config": {"audience": "a"}},
+                            "tlsConfig": {"enabled": True, "certSecretName": "ca", "certSecretKey": "ca.crt",
+                                          "caFile": "x"}},
                     pod={"labels": {"a": "b"}, "vpa": {"x": 1}, "builtinAutoscaler": ["Sometimes"]})
     plan = reconcile(body)
     assert [f["field"] for f in plan.status["ignoredFields"]] == [
         "spec.colour", "spec.retainKeyOrdering", "spec.statefulConfig", "spec.windowConfig",
         "spec.input.typeClassName", "spec.input.sourceSpecs.in.receiverQueueSize", "spec.output.producerConf",
-        "spec.pulsar.authSecret", "spec.pod.vpa", "spec.pod.builtinAutoscaler[0]", "spec.python.pyLocation",
+        "spec.pulsar.authConfig", "spec.pulsar.tlsConfig.caFile", "spec.pod.vpa", "spec.pod.builtinAutoscaler[0]", "spec.python.pyLocation",
         "spec.forwardSourceMessageProperty", "spec.cleanupSubscription"]
     reasons = {f["field"]: f["reason"] for f in plan.status["ignoredFields"]}
     assert reasons["spec.colour"] == "not a field this operator knows"
@@ -273,6 +275,8 @@ def test_a_cluster_ref_gives_the_instances_the_cluster_s_broker_url(example: Exa
     ({"processingGuarantee": "exactly_twice"}, "spec.processingGuarantee must be one of"),
     ({"minReplicas": 4, "maxReplicas": 2}, "spec.minReplicas (4) must be <= spec.maxReplicas (2)"),
     ({"pulsar": None}, "spec.pulsar.pulsarConfig or spec.clusterRef.name is required"),
+    ({"pulsar": {"pulsarConfig": "urls", "tlsConfig": {"enabled": True, "certSecretName": "ca"}}},
+     "spec.pulsar.tlsConfig.certSecretKey is required with certSecretName"),
 ])
 def test_an_invalid_function_is_reported_and_changes_nothing(example: Example, changes: dict[str, Any],
                                                              message: str) -> None:
@@ -294,3 +298,39 @@ def test_a_topic_pattern_alone_is_a_valid_input(example: Example) -> None:
     config = json.loads(by_kind(plan, "ConfigMap")["data"]["function.json"])
     assert config["topicsPattern"] == "persistent://public/default/in-.*" and config["inputs"] == []
     assert function_spec.validate(function(example, input={"topicPattern": "in-.*"})) == []
+
+
+SECURED_PULSAR = {"pulsarConfig": "secured-urls", "authSecret": "fn-auth", "tlsSecret": "fn-tls",
+                  "tlsConfig": {"enabled": True, "allowInsecure": False, "hostnameVerification": True,
+                                "certSecretName": "pulsar-ca", "certSecretKey": "ca.crt"}}
+
+
+def test_broker_credentials_and_tls_trust_come_from_mounted_secrets_never_the_command_line(
+        example: Example) -> None:
+    plan = reconcile(function(example, pulsar=SECURED_PULSAR))
+    main = container(plan)
+    assert main["command"][-10:] == [
+        "--service-url", "$(brokerServiceURL)", "--client-auth-dir", "/pulsar/client-auth",
+        "--client-tls-dir", "/pulsar/client-tls", "--tls-trust-certs-file", "/pulsar/client-tls-ca/ca.crt",
+        "--tls-hostname-verification", "true"]
+    pod = by_kind(plan, "StatefulSet")["spec"]["template"]["spec"]
+    secrets = {v["name"]: v["secret"] for v in pod["volumes"] if "secret" in v}
+    assert secrets == {"pulsar-auth": {"secretName": "fn-auth", "defaultMode": 0o400},
+                       "pulsar-tls": {"secretName": "fn-tls", "defaultMode": 0o400},
+                       "pulsar-tls-ca": {"secretName": "pulsar-ca", "defaultMode": 0o400}}
+    mounts = {m["name"]: (m["mountPath"], m.get("readOnly")) for m in main["volumeMounts"]}
+    assert mounts["pulsar-auth"] == ("/pulsar/client-auth", True)
+    assert mounts["pulsar-tls-ca"] == ("/pulsar/client-tls-ca", True)
+    assert not any("secretKeyRef" in str(e) for e in main["env"])  # credentials are files, not variables
+    assert plan.status["ignoredFields"] is None
+    for obj in plan.objects:
+        kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+
+
+def test_a_disabled_tls_config_mounts_nothing(example: Example) -> None:
+    pulsar = {"pulsarConfig": "urls", "tlsConfig": {"enabled": False, "certSecretName": "ca",
+                                                    "certSecretKey": "ca.crt"}}
+    plan = reconcile(function(example, pulsar=pulsar))
+    assert "--tls-trust-certs-file" not in container(plan)["command"]
+    assert not any("secret" in v for v in by_kind(plan, "StatefulSet")["spec"]["template"]["spec"]["volumes"])
+

@@ -96,3 +96,38 @@ class BrokerClientSettings:
 
 #: No credentials and the default TLS trust: a broker without authentication.
 ANONYMOUS = BrokerClientSettings()
+
+
+#: Keys of function-mesh's spec.pulsar.authSecret and spec.pulsar.tlsSecret: on Kubernetes each
+#: is a file of the Secret mounted into the instance's pod.
+MESH_AUTH_PLUGIN_KEY = "clientAuthenticationPlugin"
+MESH_AUTH_PARAMS_KEY = "clientAuthenticationParameters"
+MESH_TLS_INSECURE_KEY = "tlsAllowInsecureConnection"
+MESH_TLS_HOSTNAME_KEY = "tlsHostnameVerificationEnable"
+MESH_TLS_TRUST_KEY = "tlsTrustCertsFilePath"
+
+
+def _secret_files(directory: pathlib.Path) -> dict[str, str]:
+    """Each file of a mounted Secret (key -> its text, surrounding whitespace removed)."""
+    return {path.name: path.read_text().strip() for path in directory.iterdir()
+            if path.is_file() and not path.name.startswith(".")}
+
+
+def with_mesh_secrets(base: BrokerClientSettings, auth_dir: pathlib.Path | None,
+                      tls_dir: pathlib.Path | None) -> BrokerClientSettings:
+    """base with what function-mesh's authSecret and tlsSecret directories set. Hostname
+    verification defaults to on with a tlsSecret, as in function-mesh. Raises OSError when a
+    directory cannot be read."""
+    result = base
+    if auth_dir is not None:
+        files = _secret_files(auth_dir)
+        result = dataclasses.replace(result, auth_plugin=files.get(MESH_AUTH_PLUGIN_KEY, ""),
+                                     auth_params=files.get(MESH_AUTH_PARAMS_KEY, ""))
+    if tls_dir is not None:
+        files = _secret_files(tls_dir)
+        result = dataclasses.replace(
+            result,
+            tls_trust_certs_file=files.get(MESH_TLS_TRUST_KEY, result.tls_trust_certs_file),
+            tls_allow_insecure=files.get(MESH_TLS_INSECURE_KEY, "false").lower() == "true",
+            tls_hostname_verification=files.get(MESH_TLS_HOSTNAME_KEY, "true").lower() == "true")
+    return result

@@ -1,8 +1,10 @@
 """The worker's broker client settings: the owner-only client.conf its instances read, and what
-the official client and HTTP calls get from Apache's plugin/params pair."""
+the official client and HTTP calls get from Apache's plugin/params pair; an instance's settings
+from function-mesh's mounted authSecret/tlsSecret files."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import pathlib
 import stat
@@ -11,6 +13,7 @@ import pulsar
 import pytest
 from pulsar_common import errors as common_errors
 from pulsar_functions import broker_client
+from pulsar_functions.instance import cli
 from pulsar_functions.worker import config, rest_security
 
 TOKEN_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationToken"
@@ -87,3 +90,28 @@ def test_functions_calls_are_judged_on_their_namespace(path: str,
                                                         namespace: str | None) -> None:
     found = rest_security.namespace_of(path)
     assert (None if found is None else str(found)) == namespace
+
+
+def test_the_instance_reads_the_mounted_secrets_as_its_broker_client_settings(tmp_path: pathlib.Path) -> None:
+    """What the flags the operator renders for spec.pulsar.authSecret / tlsSecret / tlsConfig
+    make `pulsar function-instance` connect with."""
+    auth, tls = tmp_path / "client-auth", tmp_path / "client-tls"
+    auth.mkdir()
+    tls.mkdir()
+    (auth / "clientAuthenticationPlugin").write_text("org.apache.pulsar.client.impl.auth.AuthenticationToken\n")
+    (auth / "clientAuthenticationParameters").write_text("token:abc.def.ghi")
+    (tls / "tlsTrustCertsFilePath").write_text("/etc/ca.pem")
+    (tls / "tlsAllowInsecureConnection").write_text("false")
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    args = parser.parse_args(["--config", "f.json", "--client-auth-dir", str(auth), "--client-tls-dir", str(tls)])
+    settings = cli.broker_client_settings(args)
+    assert (settings.auth_plugin, settings.auth_params) == (
+        "org.apache.pulsar.client.impl.auth.AuthenticationToken", "token:abc.def.ghi")
+    assert settings.http_headers() == {"Authorization": "Bearer abc.def.ghi"}
+    assert (settings.tls_trust_certs_file, settings.tls_allow_insecure, settings.tls_hostname_verification) == (
+        "/etc/ca.pem", False, True)  # function-mesh verifies host names unless the Secret says false
+    args = parser.parse_args(["--config", "f.json", "--client-tls-dir", str(tls), "--tls-trust-certs-file",
+                              "/mnt/ca/ca.crt", "--tls-hostname-verification", "false"])
+    settings = cli.broker_client_settings(args)
+    assert (settings.tls_trust_certs_file, settings.tls_hostname_verification) == ("/mnt/ca/ca.crt", False)

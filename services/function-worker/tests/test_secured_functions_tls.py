@@ -2,11 +2,14 @@
 over `pulsar+ssl://`, trusting the broker by its tlsTrustCertsFilePath and authenticating with
 the broker's client token; a client that authenticates to the broker by its certificate
 manages functions through the broker, which names it to the worker in X-Original-Principal
-(the broker's role is one of proxyRoles)."""
+(the broker's role is one of proxyRoles). An instance started as the operator starts one of a
+Function resource reads its token and TLS trust from function-mesh's authSecret/tlsSecret
+files (mounted Secrets), not from its command line."""
 
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import secrets
 import ssl
@@ -20,6 +23,7 @@ import pytest
 from pulsar_broker import testing as broker_testing
 from pulsar_common import testing_certs
 from pulsar_common.auth import token as auth_token
+from pulsar_functions import testing
 from pulsar_functions.testing import multipart, receive_all, wait_for
 
 pytestmark = pytest.mark.slow
@@ -130,3 +134,45 @@ def test_a_certificate_client_runs_a_function_over_tls(cluster: TlsCluster) -> N
     finally:
         client.close()
     assert cluster.https("DELETE", base, cert=cluster.author)[0] == 204
+
+
+def test_an_instance_connects_with_function_mesh_s_mounted_auth_and_tls_secrets(
+        cluster: TlsCluster, tmp_path: pathlib.Path) -> None:
+    tenant = f"t-{uuid.uuid4().hex[:8]}"
+    cluster.admin("PUT", f"/admin/v2/tenants/{tenant}",
+                  {"adminRoles": [], "allowedClusters": ["standalone"]})
+    cluster.admin("PUT", f"/admin/v2/namespaces/{tenant}/ns")
+    cluster.admin("POST", f"/admin/v2/namespaces/{tenant}/ns/permissions/fn-runner",
+                  ["produce", "consume"])
+    token = auth_token.create(cluster.secret, "fn-runner")
+    auth, tls = tmp_path / "client-auth", tmp_path / "client-tls"
+    for directory, files in ((auth, {
+            "clientAuthenticationPlugin": "org.apache.pulsar.client.impl.auth.AuthenticationToken",
+            "clientAuthenticationParameters": f"token:{token}"}),
+            (tls, {"tlsTrustCertsFilePath": str(cluster.pki.trust_file),
+                   "tlsAllowInsecureConnection": "false"})):
+        directory.mkdir()
+        for key, value in files.items():
+            (directory / key).write_text(value + "\n")
+    (tmp_path / "exclaim.py").write_bytes(EXCLAIM)
+    source, sink = f"persistent://{tenant}/ns/in", f"persistent://{tenant}/ns/out"
+    instance = testing.InstanceProcess(tmp_path / "instance", {
+        "tenant": tenant, "namespace": "ns", "name": "mounted", "className": "exclaim.exclaim",
+        "py": str(tmp_path / "exclaim.py"), "inputs": [source], "output": sink,
+        "brokerServiceUrl": cluster.process.service_url_tls},
+        extra_arguments=["--client-auth-dir", str(auth), "--client-tls-dir", str(tls)])
+    instance.start()
+    try:
+        assert instance.process is not None
+        command_line = pathlib.Path(f"/proc/{instance.process.pid}/cmdline").read_bytes()
+        assert token.encode() not in command_line
+        assert all(token not in value for value in os.environ.values())
+        client = cluster.client()
+        try:
+            out = client.subscribe(sink, "check")
+            client.create_producer(source).send(b"mounted")
+            assert [m.data() for m in receive_all(out, 1)] == [b"mounted!"]
+        finally:
+            client.close()
+    finally:
+        instance.stop()

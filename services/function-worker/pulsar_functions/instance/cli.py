@@ -14,6 +14,7 @@ imports it only once the command runs.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import pathlib
 import re
@@ -63,6 +64,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespa
                         help="client.conf-style file of how to connect to brokers (authPlugin, "
                         "authParams, tlsTrustCertsFilePath, ...); the functions worker writes "
                         "one readable by its user only")
+    parser.add_argument("--client-auth-dir", type=pathlib.Path, default=None,
+                        help="a mounted Secret with function-mesh's authSecret keys "
+                        "(clientAuthenticationPlugin, clientAuthenticationParameters)")
+    parser.add_argument("--client-tls-dir", type=pathlib.Path, default=None,
+                        help="a mounted Secret with function-mesh's tlsSecret keys "
+                        "(tlsTrustCertsFilePath, tlsAllowInsecureConnection, "
+                        "tlsHostnameVerificationEnable)")
+    parser.add_argument("--tls-trust-certs-file", default=None,
+                        help="PEM CAs the brokers' certificates are checked against")
+    parser.add_argument("--tls-allow-insecure", action="store_true", default=None,
+                        help="accept broker certificates that do not verify")
+    parser.add_argument("--tls-hostname-verification", choices=("true", "false"), default=None,
+                        help="check the broker certificate's host name")
     parser.add_argument("--work-dir", type=pathlib.Path, default=None,
                         help="where code fetched from pyLocation is kept (default: beside "
                         "the config)")
@@ -78,6 +92,27 @@ def instance_id_from(explicit: int | None, environ: Mapping[str, str]) -> int:
         if match:
             return int(match.group(1))
     return 0
+
+
+def broker_client_settings(args: argparse.Namespace) -> broker_client.BrokerClientSettings:
+    """How to connect to brokers: --client-conf, then the function-mesh Secret directories,
+    then the TLS flags, each over the one before."""
+    try:
+        client = (broker_client.ANONYMOUS if args.client_conf is None
+                  else broker_client.BrokerClientSettings.read(args.client_conf))
+        client = broker_client.with_mesh_secrets(client, args.client_auth_dir, args.client_tls_dir)
+    except OSError as exc:
+        raise common_errors.ConfigError(f"cannot read the broker client settings: {exc}") from exc
+    trust, insecure, hostname = (args.tls_trust_certs_file, args.tls_allow_insecure,
+                                 args.tls_hostname_verification)
+    client = dataclasses.replace(
+        client,
+        tls_trust_certs_file=client.tls_trust_certs_file if trust is None else str(trust),
+        tls_allow_insecure=client.tls_allow_insecure if insecure is None else bool(insecure),
+        tls_hostname_verification=client.tls_hostname_verification if hostname is None
+        else hostname == "true")
+    _ = client.credentials
+    return client
 
 
 def die_with_worker(environ: Mapping[str, str]) -> None:
@@ -103,12 +138,7 @@ def run(args: argparse.Namespace) -> int:
         raise common_errors.ConfigError(f"cannot read {args.config}: {exc}") from exc
     except errors.InvalidFunctionConfigError as exc:
         raise common_errors.ConfigError(f"{args.config}: {exc}") from exc
-    try:
-        client = (broker_client.ANONYMOUS if args.client_conf is None
-                  else broker_client.BrokerClientSettings.read(args.client_conf))
-        _ = client.credentials
-    except OSError as exc:
-        raise common_errors.ConfigError(f"cannot read {args.client_conf}: {exc}") from exc
+    client = broker_client_settings(args)
     options = runner.InstanceOptions(
         instance_id=instance_id_from(args.instance_id, os.environ),
         service_url=args.service_url or function.broker_service_url or DEFAULT_SERVICE_URL,
