@@ -121,3 +121,15 @@ PulsarCluster's status.brokerServiceURL), the admin URL the brokers'
 {{- $_ := set $labels "app.kubernetes.io/component" "spark-job" }}
 {{- toYaml $labels }}
 {{- end }}
+
+{{/* The Prometheus job label of a component's targets, set by the monitors and used
+     as the dashboards' default: <release namespace>/<cluster name>-<component>. */}}
+{{- define "pulsar-cluster.scrapeJob" -}}
+{{- printf "%s/%s-%s" .root.Release.Namespace (include "pulsar-cluster.name" .root) .component }}
+{{- end }}
+
+{{/* The chart's labels with .extra added (a key in .extra wins). */}}
+{{- define "pulsar-cluster.labelsWith" -}}
+{{- $labels := include "pulsar-cluster.labels" .root | fromYaml }}
+{{- toYaml (merge (deepCopy (default dict .extra)) $labels) }}
+{{- end }}

@@ -177,12 +177,32 @@ def validate_custom(manifest: Manifest, types: dict[tuple[str, str], CustomResou
         raise AssertionError(f"{describe(manifest)} is invalid at {path}: {error.message}") from error
 
 
+#: The fields of the Prometheus Operator's PodMonitor and ServiceMonitor the chart emits.
+MONITORS_SCHEMA = Path(__file__).parent / "data" / "prometheus-operator-monitors.schema.yaml"
+MONITORING_API_VERSION = "monitoring.coreos.com/v1"
+
+
+def validate_monitor(manifest: Manifest) -> None:
+    """Validate a PodMonitor or ServiceMonitor against the fields of its CRD the chart uses."""
+    loaded = yaml.safe_load(MONITORS_SCHEMA.read_text())
+    kind = manifest.get("kind")
+    assert kind in loaded["kinds"], f"{describe(manifest)}: not a monitor kind the chart may emit"
+    schema = {"definitions": loaded["definitions"], **loaded["kinds"][kind]}
+    try:
+        jsonschema.Draft7Validator(schema).validate(manifest)
+    except jsonschema.ValidationError as error:
+        path = ".".join(str(part) for part in error.path)
+        raise AssertionError(f"{describe(manifest)} is invalid at {path}: {error.message}") from error
+
+
 def validate_all(manifests: list[Manifest]) -> None:
-    """Validate every rendered object: built-in kinds and our custom resources."""
+    """Validate every rendered object: built-in kinds, our custom resources, monitors."""
     types = custom_resource_types()
     for manifest in manifests:
         if (manifest.get("apiVersion"), manifest.get("kind")) in types:
             validate_custom(manifest, types)
+        elif manifest.get("apiVersion") == MONITORING_API_VERSION:
+            validate_monitor(manifest)
         else:
             validate_builtin(manifest)
 
