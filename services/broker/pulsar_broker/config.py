@@ -453,6 +453,12 @@ def _validate(conf: BrokerConfig) -> None:
                        ("maxConcurrentHttpRequests", conf.max_concurrent_http_requests)):
         if value < 0:
             raise errors.ConfigError(f"{key} must be 0 (no limit) or more")
+    for key, value in (("dispatcherMaxReadBatchSize", conf.dispatcher_max_read_batch_size),
+                       ("dispatcherMaxReadSizeBytes", conf.dispatcher_max_read_size_bytes),
+                       ("subscribeRatePeriodPerConsumerInSecond",
+                        conf.subscribe_rate_period_per_consumer_in_second)):
+        if value < 1:
+            raise errors.ConfigError(f"{key} must be at least 1")
     if conf.http_max_request_header_size < 1024:
         raise errors.ConfigError("httpMaxRequestHeaderSize must be at least 1024")
     if conf.http_server_idle_timeout_millis <= 0:

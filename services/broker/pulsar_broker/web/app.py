@@ -24,6 +24,7 @@ from pulsar_broker.web import (
     brokers,
     bundles,
     clusters,
+    dynamic_config,
     functions,
     http_limits,
     lookup,
@@ -83,9 +84,10 @@ def create_app(service: BrokerService) -> web.Application:
     app = web.Application(middlewares=middlewares, client_max_size=CLIENT_MAX_SIZE_BYTES)
     app[rest.SERVICE] = service
     for module in (clusters, tenants, namespaces, bundles, topics, subscriptions, lookup,
-                   brokers, schemas, permissions, bookies, topic_policies):
+                   dynamic_config, brokers, schemas, permissions, bookies, topic_policies):
         app.router.add_routes(module.routes)
     rates.install(app, service)
+    dynamic_config.install(app, service)
     broker_stats.install(app, service)
     metrics.install(app, service)
     functions.install(app)

@@ -101,18 +101,8 @@ async def version(request: web.Request) -> web.Response:
     return web.Response(text=broker_service.broker_version())
 
 
-@routes.get("/admin/v2/brokers/configuration")
-async def dynamic_configuration_names(request: web.Request) -> web.Response:
-    """Settings that can change at runtime: none yet, every setting needs a restart."""
-    return rest.ok_json([])
-
-
-@routes.get("/admin/v2/brokers/configuration/values")
-async def dynamic_configuration_values(request: web.Request) -> web.Response:
-    return rest.ok_json({})
-
-
-# Registered after the fixed paths above, which it would otherwise capture.
+# Registered after the fixed paths above and after dynamic_config's routes, which it would
+# otherwise capture.
 @routes.get("/admin/v2/brokers/{cluster}")
 async def brokers_of_cluster(request: web.Request) -> web.Response:
     service = rest.service(request)

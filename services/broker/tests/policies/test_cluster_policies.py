@@ -1,10 +1,13 @@
 """On a cluster (etcd, two bookies, two brokers): a policy changed through one broker's
 admin API reaches a topic served by the other one, and a namespace's persistence policy
-decides the ensemble and quorums of the topic's new ledgers on real bookies."""
+decides the ensemble and quorums of the topic's new ledgers on real bookies, and a dynamic
+broker setting changed through one broker applies on the other."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -81,4 +84,37 @@ def test_policies_set_on_one_broker_apply_to_topics_served_by_the_other(cluster)
         newest = json.loads(stats["ledgers"][-1]["metadata"])
         assert len(set(newest["ensembles"][0]["bookies"])) == 2, newest
     finally:
+        client.close()
+
+
+def test_a_dynamic_setting_changed_on_one_broker_applies_on_the_other(cluster):
+    """pulsar-admin brokers update-dynamic-config through one broker: the other broker,
+    which serves the topic, throttles its dispatch with the new default at once."""
+    ns = f"public/dynamic-{uuid.uuid4().hex[:6]}"
+    topic = f"persistent://{ns}/t"
+    _call("PUT", f"{cluster.web_url}/admin/v2/namespaces/{ns}")
+    client = pulsar.Client(cluster.service_url, operation_timeout_seconds=30)
+    configuration = "/admin/v2/brokers/configuration"
+    try:
+        producer = client.create_producer(topic, batching_enabled=False)
+        owner, other = _owner_and_other(cluster, topic)
+        _call("PUT", f"{owner.web_url}/admin/v2/{topic.replace('://', '/')}/subscription/s")
+        for _ in range(200):
+            producer.send_async(b"m", None)
+        producer.flush()
+        _call("POST", f"{other.web_url}{configuration}/dispatchThrottlingRatePerTopicInMsg/20")
+        wait_until(lambda: _call("GET", f"{owner.web_url}{configuration}/runtime")[
+            "dispatchThrottlingRatePerTopicInMsg"] == "20", 10, "the owner saw the new value")
+        assert _call("GET", f"{owner.web_url}{configuration}/values") == {
+            "dispatchThrottlingRatePerTopicInMsg": "20"}
+        consumer = client.subscribe(topic, "s")
+        received, until = 0, time.monotonic() + 2.0
+        while time.monotonic() < until:
+            with contextlib.suppress(pulsar.Timeout):
+                consumer.acknowledge(consumer.receive(timeout_millis=100))
+                received += 1
+        # A full bucket (20), then 20 a second: about 60 in 2 s, far from the 200 waiting.
+        assert 40 <= received <= 80, received
+    finally:
+        _call("DELETE", f"{other.web_url}{configuration}/dispatchThrottlingRatePerTopicInMsg")
         client.close()
