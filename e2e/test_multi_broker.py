@@ -42,7 +42,7 @@ def two_brokers(tmp_path) -> Iterator[local_cluster.LocalCluster]:
 
 
 def pulsar_admin(web_url: str, *args: str) -> str:
-    result = subprocess.run([sys.executable, "-m", "pulsar_broker.admin_cli.main", *args],
+    result = subprocess.run([sys.executable, "-m", "pulsar_client_tools.admin.main", *args],
                             env={**os.environ, "PULSAR_ADMIN_URL": web_url},
                             capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr

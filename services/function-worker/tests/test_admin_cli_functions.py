@@ -47,7 +47,7 @@ class Admin:
         self.admin_url = admin_url
 
     def arguments(self, *args: str) -> list[str]:
-        return [sys.executable, "-m", "pulsar_broker.admin_cli.main",
+        return [sys.executable, "-m", "pulsar_client_tools.admin.main",
                 "--admin-url", self.admin_url, *args]
 
     def __call__(self, *args: str) -> subprocess.CompletedProcess[str]:

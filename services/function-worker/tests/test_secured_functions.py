@@ -217,7 +217,7 @@ def test_a_proxy_role_is_judged_with_the_client_it_names(cluster: SecuredCluster
 
 def pulsar_admin(cluster: SecuredCluster, role: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pulsar_broker.admin_cli.main",
+        [sys.executable, "-m", "pulsar_client_tools.admin.main",
          "--admin-url", cluster.standalone.web_url, "--auth-plugin", TOKEN_PLUGIN,
          "--auth-params", f"token:{cluster.token(role)}", *args],
         capture_output=True, text=True, timeout=60, check=False)

@@ -60,7 +60,7 @@ def _raw(proxy: broker_testing.ProxyProcess) -> socket.socket:
 
 def test_pulsar_admin_works_through_the_proxy(proxy: broker_testing.ProxyProcess) -> None:
     def admin(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "pulsar_broker.admin_cli.main",
+        return subprocess.run([sys.executable, "-m", "pulsar_client_tools.admin.main",
                                "--admin-url", proxy.web_url, *args],
                               capture_output=True, text=True, timeout=90, check=False)
 

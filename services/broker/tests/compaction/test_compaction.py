@@ -182,7 +182,7 @@ def test_read_compacted_is_refused_on_shared_subscriptions(standalone, client, t
 
 
 def pulsar_admin(standalone: broker_testing.StandaloneProcess, *args: str) -> str:
-    result = subprocess.run([sys.executable, "-m", "pulsar_broker.admin_cli.main", *args],
+    result = subprocess.run([sys.executable, "-m", "pulsar_client_tools.admin.main", *args],
                             env={**os.environ, "PULSAR_ADMIN_URL": standalone.web_url},
                             capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr

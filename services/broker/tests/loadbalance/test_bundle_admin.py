@@ -12,8 +12,8 @@ from typing import Any
 import pulsar
 import pytest
 from pulsar_broker import testing as broker_testing
-from pulsar_broker.admin_cli import main as admin
 from pulsar_broker.namespace import bundles
+from pulsar_client_tools.admin import main as admin
 from pulsar_common import naming
 from pulsar_common.testing import wait_until
 

@@ -171,7 +171,7 @@ def test_pulsar_admin_topics_list_shows_both_kinds_unless_asked(standalone, clie
 
     def listed(*options: str) -> list[str]:
         result = subprocess.run(
-            [sys.executable, "-m", "pulsar_broker.admin_cli.main", "topics", "list",
+            [sys.executable, "-m", "pulsar_client_tools.admin.main", "topics", "list",
              "public/default", *options],
             env={**os.environ, "PULSAR_ADMIN_URL": standalone.web_url},
             capture_output=True, text=True, timeout=60, check=False)

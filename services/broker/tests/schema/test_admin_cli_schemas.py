@@ -22,7 +22,7 @@ def test_schemas_commands(standalone: broker_testing.StandaloneProcess,
     env = {**os.environ, "PULSAR_ADMIN_URL": standalone.web_url}
 
     def admin(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "pulsar_broker.admin_cli.main", *args],
+        return subprocess.run([sys.executable, "-m", "pulsar_client_tools.admin.main", *args],
                               env=env, capture_output=True, text=True, timeout=60, check=False)
 
     def payload(name: str, definition: dict[str, object]) -> str:

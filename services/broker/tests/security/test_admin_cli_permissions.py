@@ -10,7 +10,7 @@ import uuid
 
 import pulsar
 import pytest
-from pulsar_broker.admin_cli import main
+from pulsar_client_tools.admin import main
 
 TOKEN_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationToken"
 

@@ -25,11 +25,11 @@ def _run(module: str, *args: str, env: dict[str, str] | None = None,
 
 
 def _admin(*args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
-    return _run("pulsar_broker.admin_cli.main", *args, **kwargs)  # type: ignore[arg-type]
+    return _run("pulsar_client_tools.admin.main", *args, **kwargs)  # type: ignore[arg-type]
 
 
 def _client(*args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
-    return _run("pulsar_broker.client_cli.main", *args, **kwargs)  # type: ignore[arg-type]
+    return _run("pulsar_client_tools.client.main", *args, **kwargs)  # type: ignore[arg-type]
 
 
 def _tls_auth_params(pki: testing_certs.Pki) -> str:
@@ -99,7 +99,7 @@ def test_client_conf_gives_urls_trust_and_credentials(
     topic = f"persistent://public/default/conf-{uuid.uuid4().hex[:8]}"
     produced = _client("produce", topic, "-m", "from-conf", env=env)
     assert produced.returncode == 0, produced.stderr
-    perf = _run("pulsar_broker.perf.main", "produce", topic, "-m", "20", "-r", "0",
+    perf = _run("pulsar_client_tools.perf.main", "produce", topic, "-m", "20", "-r", "0",
                 env=env)
     assert perf.returncode == 0, perf.stderr
 
@@ -118,7 +118,7 @@ def test_conf_client_conf_in_the_working_directory_is_read(
 def test_pulsar_perf_takes_apaches_trust_cert_file_flag(
         tls_standalone: broker_testing.TlsStandaloneProcess, pki: testing_certs.Pki) -> None:
     topic = f"persistent://public/default/perf-{uuid.uuid4().hex[:8]}"
-    done = _run("pulsar_broker.perf.main", "produce", topic, "-u", tls_standalone.service_url_tls,
+    done = _run("pulsar_client_tools.perf.main", "produce", topic, "-u", tls_standalone.service_url_tls,
                 "--trust-cert-file", str(pki.trust_file), "-m", "50")
     assert done.returncode == 0, done.stderr
 

@@ -120,7 +120,7 @@ def _admin(process: broker_testing.TlsStandaloneProcess, pki: testing_certs.Pki,
         flags: tuple[str, ...] = ()
     else:
         flags = ("--admin-url", process.web_url_tls, "--tls-trust-cert-path", str(pki.trust_file))
-    return subprocess.run([sys.executable, "-m", "pulsar_broker.admin_cli.main", *flags, *args],
+    return subprocess.run([sys.executable, "-m", "pulsar_client_tools.admin.main", *flags, *args],
                           capture_output=True, text=True, timeout=90, check=False, env=env)
 
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 def admin(web_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pulsar_broker.admin_cli.main", *args],
+    return subprocess.run([sys.executable, "-m", "pulsar_client_tools.admin.main", *args],
                           env={**os.environ, "PULSAR_ADMIN_URL": web_url},
                           capture_output=True, text=True, timeout=60, check=False)
 

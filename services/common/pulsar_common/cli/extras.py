@@ -51,9 +51,9 @@ def _run_tool(prog: str, target: str, extra: str, modules: Sequence[str]) -> int
 
 def pulsar_client() -> int:
     """The `pulsar-client` console script: produce and consume with the official client."""
-    return _run_tool("pulsar-client", "pulsar_broker.client_cli.main:main", "cli", ("pulsar",))
+    return _run_tool("pulsar-client", "pulsar_client_tools.client.main:main", "cli", ("pulsar",))
 
 
 def pulsar_perf() -> int:
     """The `pulsar-perf` console script: load generation with the official client."""
-    return _run_tool("pulsar-perf", "pulsar_broker.perf.main:main", "cli", ("pulsar",))
+    return _run_tool("pulsar-perf", "pulsar_client_tools.perf.main:main", "cli", ("pulsar",))

@@ -1,0 +1,46 @@
+"""`pulsar-admin brokers healthcheck|list|leader-broker|namespaces|version`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from pulsar_client_tools.admin import client, output
+from pulsar_client_tools.admin.common import Group
+
+
+def _healthcheck(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.request("GET", "/admin/v2/brokers/health")
+    print("ok")
+
+
+def _list(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    path = f"/admin/v2/brokers/{client.quote(args.cluster)}" if args.cluster else "/admin/v2/brokers"
+    output.print_list(admin.get(path))
+
+
+def _leader(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    output.print_json(admin.get("/admin/v2/brokers/leaderBroker"))
+
+
+def _namespaces(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    broker = args.url.removeprefix("http://").removeprefix("https://").rstrip("/")
+    path = (f"/admin/v2/brokers/{client.quote(args.cluster)}/{client.quote(broker)}"
+            "/ownedNamespaces")
+    output.print_json(admin.get(path))
+
+
+def _version(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    print(admin.request("GET", "/admin/v2/brokers/version").body.decode())
+
+
+def register(groups: Any) -> None:
+    group = Group(groups, "brokers", "Operations about brokers")
+    group.command("healthcheck", "Run a health check against the broker", _healthcheck)
+    group.command("list", "List active brokers of the cluster", _list).add_argument(
+        "cluster", nargs="?")
+    group.command("leader-broker", "Get the information of the leader broker", _leader)
+    namespaces = group.command("namespaces", "List the bundles a broker owns", _namespaces)
+    namespaces.add_argument("cluster")
+    namespaces.add_argument("--url", required=True, help="the broker, host:webPort")
+    group.command("version", "Get the version of the broker", _version)

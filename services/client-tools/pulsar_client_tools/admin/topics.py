@@ -1,0 +1,249 @@
+"""`pulsar-admin topics ...`: topics, partitioned topics, stats and subscriptions."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from pulsar_client_tools.admin import client, output, peek, permissions, units
+from pulsar_client_tools.admin.common import Group, namespace_path, topic_path
+
+_INT64_MAX = 2**63 - 1
+
+
+def message_id(text: str) -> dict[str, int]:
+    """`latest`, `earliest` or `ledgerId:entryId` as the REST API's MessageId JSON."""
+    if text == "latest":
+        return {"ledgerId": _INT64_MAX, "entryId": _INT64_MAX}
+    if text == "earliest":
+        return {"ledgerId": -1, "entryId": -1}
+    parts = text.split(":")
+    try:
+        return {"ledgerId": int(parts[0]), "entryId": int(parts[1])}
+    except (IndexError, ValueError) as exc:
+        raise units.UnitError(f"invalid message id {text!r}: use ledgerId:entryId") from exc
+
+
+def _ns_list(suffix: str) -> Any:
+    def run(admin: client.AdminClient, args: argparse.Namespace) -> None:
+        path = namespace_path(args.namespace).replace("/namespaces/", "/persistent/")
+        output.print_list(admin.get(path + suffix))
+    return run
+
+
+def _list(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    """Persistent and non-persistent topics (as Apache's getList), or one domain's."""
+    path = namespace_path(args.namespace)
+    domains = {"persistent": ["persistent"], "non_persistent": ["non-persistent"]}.get(
+        args.topic_domain or "", ["persistent", "non-persistent"])
+    topics: list[str] = []
+    for domain in domains:
+        topics += admin.get(path.replace("/namespaces/", f"/{domain}/")) or []
+    output.print_list(topics)
+
+
+def _print(suffix: str, query: dict[str, str] | None = None) -> Any:
+    def run(admin: client.AdminClient, args: argparse.Namespace) -> None:
+        output.print_json(admin.get(topic_path(args.topic) + suffix, query))
+    return run
+
+
+def _lookup_path(topic: str) -> str:
+    """/lookup/v2/topic/<domain>/<tenant>/<ns>/<topic> of the same topic."""
+    return "/lookup/v2/topic/" + topic_path(topic).removeprefix("/admin/v2/")
+
+
+def _lookup(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    print(admin.get(_lookup_path(args.topic))["brokerUrl"])
+
+
+def _bundle_range(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    print(admin.request("GET", _lookup_path(args.topic) + "/bundle").body.decode())
+
+
+def _create(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.put(topic_path(args.topic))
+
+
+def _delete(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.delete(topic_path(args.topic), {"force": "true"} if args.force else None)
+
+
+def _create_partitioned(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.put(topic_path(args.topic) + "/partitions", args.partitions)
+
+
+def _update_partitioned(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.post(topic_path(args.topic) + "/partitions", args.partitions)
+
+
+def _delete_partitioned(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.delete(topic_path(args.topic) + "/partitions", {"force": "true"} if args.force else None)
+
+
+def _partitioned_stats(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    query = {"perPartition": "true" if args.per_partition else "false"}
+    output.print_json(admin.get(topic_path(args.topic) + "/partitioned-stats", query))
+
+
+def _subscriptions(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    output.print_list(admin.get(topic_path(args.topic) + "/subscriptions"))
+
+
+def _sub_path(args: argparse.Namespace) -> str:
+    return f"{topic_path(args.topic)}/subscription/{client.quote(args.subscription)}"
+
+
+def _create_subscription(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.put(_sub_path(args), message_id(args.message_id))
+
+
+def _unsubscribe(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.delete(_sub_path(args), {"force": "true"} if args.force else None)
+
+
+def _skip(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.post(f"{_sub_path(args)}/skip/{args.count}")
+
+
+def _clear_backlog(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.post(f"{_sub_path(args)}/skip_all")
+
+
+def _expire(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.post(f"{_sub_path(args)}/expireMessages/{units.seconds(args.expire_time)}")
+
+
+def _reset_cursor(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    if args.time is not None:
+        timestamp_ms = int(time.time() * 1000) - units.seconds(args.time) * 1000
+        admin.post(f"{_sub_path(args)}/resetcursor/{timestamp_ms}")
+    elif args.message_id is not None:
+        admin.post(f"{_sub_path(args)}/resetcursor", message_id(args.message_id),
+                   {"isExcluded": "true"} if args.exclude_message else None)
+    else:
+        raise units.UnitError("Either --time or --messageId must be given")
+
+
+def _unload(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.put(topic_path(args.topic) + "/unload")
+
+
+def _terminate(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    last = admin.post(topic_path(args.topic) + "/terminate")
+    print(f"Topic successfully terminated at {last['ledgerId']}:{last['entryId']}")
+
+
+def _compact(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.put(topic_path(args.topic) + "/compaction")
+    print(f"Topic compaction requested for {args.topic}")
+
+
+#: Pause between two status requests of `compaction-status --wait-complete`.
+_COMPACTION_POLL_S = 1.0
+
+
+def _compaction_status(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    status = admin.get(topic_path(args.topic) + "/compaction")
+    while args.wait_complete and status.get("status") == "RUNNING":
+        time.sleep(_COMPACTION_POLL_S)
+        status = admin.get(topic_path(args.topic) + "/compaction")
+    state = status.get("status")
+    if state == "NOT_RUN":
+        print(f"Compaction has not been run for {args.topic} since broker startup")
+    elif state == "RUNNING":
+        print("Compaction is currently running")
+    elif state == "SUCCESS":
+        print("Compaction was a success")
+    else:
+        raise client.AdminError(500, f"Error compacting: {status.get('lastError', '')}")
+
+
+def _peek(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    peek.print_messages(admin, _sub_path(args), args.count)
+
+
+def _message_by_id(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    peek.print_message_by_id(admin, topic_path(args.topic), args.ledger_id, args.entry_id)
+
+
+def _topic_command(group: Group, name: str, help_text: str, run: Any) -> argparse.ArgumentParser:
+    parser = group.command(name, help_text, run)
+    parser.add_argument("topic", help="persistent://tenant/namespace/topic")
+    return parser
+
+
+def _sub_command(group: Group, name: str, help_text: str, run: Any) -> argparse.ArgumentParser:
+    parser = _topic_command(group, name, help_text, run)
+    parser.add_argument("-s", "--subscription", required=True, help="subscription name")
+    return parser
+
+
+def register(groups: Any) -> None:
+    group = Group(groups, "topics", "Operations on persistent topics")
+    permissions.register_topic(group)
+    listing = group.command("list", "Get the list of topics under a namespace", _list)
+    listing.add_argument("namespace")
+    listing.add_argument("-td", "--topic-domain", choices=["persistent", "non_persistent"],
+                         help="only this kind of topics (default: both)")
+    group.command("list-partitioned-topics", "Get the partitioned topics of a namespace",
+                  _ns_list("/partitioned")).add_argument("namespace")
+    _topic_command(group, "create", "Create a non-partitioned topic", _create)
+    delete = _topic_command(group, "delete", "Delete a topic", _delete)
+    delete.add_argument("-f", "--force", action="store_true")
+    for name, help_text, run in (
+        ("create-partitioned-topic", "Create a partitioned topic", _create_partitioned),
+        ("update-partitioned-topic", "Raise the partition count of a partitioned topic",
+         _update_partitioned),
+    ):
+        _topic_command(group, name, help_text, run).add_argument(
+            "-p", "--partitions", type=int, required=True, help="number of partitions")
+    _topic_command(group, "get-partitioned-topic-metadata", "Get the partition count",
+                   _print("/partitions"))
+    _topic_command(group, "delete-partitioned-topic", "Delete a partitioned topic",
+                   _delete_partitioned).add_argument("-f", "--force", action="store_true")
+    _topic_command(group, "stats", "Get the stats of a topic", _print("/stats"))
+    _topic_command(group, "partitioned-stats", "Get the stats of a partitioned topic",
+                   _partitioned_stats).add_argument("--per-partition", action="store_true")
+    _topic_command(group, "stats-internal", "Get the internal stats of a topic",
+                   _print("/internalStats"))
+    _topic_command(group, "partitioned-stats-internal",
+                   "Get the internal stats of each partition of a partitioned topic",
+                   _print("/partitioned-internalStats"))
+    _topic_command(group, "last-message-id", "Get the last message id of a topic",
+                   _print("/lastMessageId"))
+    _topic_command(group, "subscriptions", "Get the subscriptions of a topic", _subscriptions)
+    by_id = _topic_command(group, "get-message-by-id", "Get a message by its id", _message_by_id)
+    by_id.add_argument("-l", "--ledgerId", dest="ledger_id", type=int, required=True)
+    by_id.add_argument("-e", "--entryId", dest="entry_id", type=int, required=True)
+    _topic_command(group, "unload", "Unload a topic", _unload)
+    _topic_command(group, "lookup", "Look up the broker serving a topic", _lookup)
+    _topic_command(group, "bundle-range", "Get the namespace bundle a topic falls into",
+                   _bundle_range)
+    _topic_command(group, "terminate", "Terminate a topic (no more messages)", _terminate)
+    _topic_command(group, "compact", "Run compaction on a topic", _compact)
+    _topic_command(group, "compaction-status", "Get the status of a topic's compaction",
+                   _compaction_status).add_argument(
+        "-w", "--wait-complete", action="store_true", help="wait until compaction completes")
+    _register_subscription_commands(group)
+
+
+def _register_subscription_commands(group: Group) -> None:
+    create = _sub_command(group, "create-subscription", "Create a subscription", _create_subscription)
+    create.add_argument("-m", "--messageId", dest="message_id", default="latest",
+                        help="latest, earliest or ledgerId:entryId")
+    _sub_command(group, "unsubscribe", "Delete a subscription",
+                 _unsubscribe).add_argument("-f", "--force", action="store_true")
+    _sub_command(group, "skip", "Skip messages of a subscription", _skip).add_argument(
+        "-n", "--count", type=int, required=True, help="number of messages to skip")
+    _sub_command(group, "clear-backlog", "Skip every message of a subscription", _clear_backlog)
+    _sub_command(group, "expire-messages", "Expire messages older than a time",
+                 _expire).add_argument("-t", "--expireTime", dest="expire_time", required=True)
+    reset = _sub_command(group, "reset-cursor", "Reset a subscription's position", _reset_cursor)
+    reset.add_argument("-t", "--time", help="go back this far, e.g. 100m, 3h, 2d")
+    reset.add_argument("-m", "--messageId", dest="message_id", help="ledgerId:entryId")
+    reset.add_argument("-e", "--exclude-message", action="store_true",
+                       help="start after the given message id")
+    _sub_command(group, "peek-messages", "Peek at the messages of a subscription",
+                 _peek).add_argument("-n", "--count", type=int, default=1)

@@ -1,0 +1,102 @@
+"""`pulsar-admin` end to end: the command run as a process against the real standalone."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pulsar
+import pytest
+from pulsar_broker import testing as broker_testing
+
+
+class Admin:
+    def __init__(self, web_url: str) -> None:
+        self.env = {**os.environ, "PULSAR_ADMIN_URL": web_url}
+
+    def __call__(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "pulsar_client_tools.admin.main", *args],
+                              env=self.env, capture_output=True, text=True, timeout=60,
+                              check=False)
+
+    def ok(self, *args: str) -> str:
+        result = self(*args)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+
+@pytest.fixture
+def admin(standalone: broker_testing.StandaloneProcess) -> Admin:
+    return Admin(standalone.web_url)
+
+
+def test_tenant_and_namespace_commands(admin: Admin, unique: str) -> None:
+    tenant = f"cli-{unique}"
+    admin.ok("tenants", "create", tenant, "-r", "alice")
+    assert tenant in admin.ok("tenants", "list").splitlines()
+    info = json.loads(admin.ok("tenants", "get", tenant))
+    assert info == {"adminRoles": ["alice"], "allowedClusters": ["standalone"]}
+    admin.ok("namespaces", "create", f"{tenant}/ns", "--bundles", "2")
+    assert admin.ok("namespaces", "list", tenant).splitlines() == [f"{tenant}/ns"]
+    admin.ok("namespaces", "set-retention", f"{tenant}/ns", "--time", "3h", "--size", "1G")
+    retention = json.loads(admin.ok("namespaces", "get-retention", f"{tenant}/ns"))
+    assert retention == {"retentionTimeInMinutes": 180, "retentionSizeInMB": 1024}
+    policies = json.loads(admin.ok("namespaces", "policies", f"{tenant}/ns"))
+    assert policies["bundles"]["numBundles"] == 2
+
+
+def test_errors_print_the_reason_and_exit_1(admin: Admin, unique: str) -> None:
+    result = admin("tenants", "get", f"missing-{unique}")
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[0] == "Tenant does not exist"
+    assert "Reason: Tenant does not exist" in result.stderr
+
+
+def test_unreachable_broker_is_reported_with_its_url() -> None:
+    admin = Admin("http://127.0.0.1:1")
+    result = admin("tenants", "list")
+    assert result.returncode == 1
+    assert "Error connecting to: http://127.0.0.1:1" in result.stderr
+
+
+def test_admin_url_option_overrides_the_environment(
+        standalone: broker_testing.StandaloneProcess) -> None:
+    env = {**os.environ, "PULSAR_ADMIN_URL": "http://127.0.0.1:1"}
+    result = subprocess.run(
+        [sys.executable, "-m", "pulsar_client_tools.admin.main", "--admin-url",
+         standalone.web_url, "brokers", "healthcheck"],
+        env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert (result.returncode, result.stdout.strip()) == (0, "ok")
+
+
+def test_topic_commands_with_stats_and_peek(admin: Admin, client: pulsar.Client, unique: str) -> None:
+    topic = f"persistent://public/default/cli-{unique}"
+    admin.ok("topics", "create-partitioned-topic", f"{topic}-p", "-p", "2")
+    assert json.loads(admin.ok("topics", "get-partitioned-topic-metadata", f"{topic}-p")) == {
+        "partitions": 2}
+    admin.ok("topics", "create", topic)
+    admin.ok("topics", "create-subscription", topic, "-s", "sub", "-m", "earliest")
+    producer = client.create_producer(topic, batching_max_publish_delay_ms=50)
+    for i in range(3):
+        producer.send_async(f"payload-{i}".encode(), None)
+    producer.flush()
+    producer.close()
+    stats = json.loads(admin.ok("topics", "stats", topic))
+    assert stats["msgInCounter"] == 3
+    peeked = admin.ok("topics", "peek-messages", topic, "-s", "sub", "-n", "3")
+    assert peeked.count("Message ID: ") == 3
+    assert "|payload-2" in peeked
+    last = json.loads(admin.ok("topics", "last-message-id", topic))
+    by_id = admin.ok("topics", "get-message-by-id", topic, "-l", str(last["ledgerId"]),
+                     "-e", str(last["entryId"]))
+    assert "|payload-2" in by_id
+    admin.ok("topics", "skip", topic, "-s", "sub", "-n", "1")
+    admin.ok("topics", "clear-backlog", topic, "-s", "sub")
+    stats = json.loads(admin.ok("topics", "stats", topic))
+    assert stats["subscriptions"]["sub"]["msgBacklog"] == 0
+    assert admin.ok("topics", "subscriptions", topic).splitlines() == ["sub"]
+    admin.ok("topics", "unsubscribe", topic, "-s", "sub")
+    admin.ok("topics", "delete", topic)
+    assert admin("topics", "stats", topic).returncode == 1
