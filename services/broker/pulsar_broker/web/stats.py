@@ -8,15 +8,21 @@ listed together, subscriptions merged by name, plus `metadata.partitions`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import urllib.parse
 from collections.abc import Iterable
 from typing import Any
 
+from aiohttp import web
 from pulsar_bookie.client import ledger_metadata
+from pulsar_common.wire import entry as wire_entry
 
+from pulsar_broker import errors
+from pulsar_broker.topics import backlog_quota
 from pulsar_broker.topics.non_persistent.topic import NonPersistentTopic
 from pulsar_broker.topics.persistent_topic import PersistentTopic
-from pulsar_broker.web import rates
+from pulsar_broker.web import peek, rates, rest
 
 #: Fields of a subscription that are not numbers to add up.
 _SUBSCRIPTION_KEEP_FIRST = ("type", "isDurable", "isReplicated")
@@ -69,9 +75,79 @@ def topic_stats(topic: PersistentTopic | NonPersistentTopic, tracker: rates.Rate
     return result
 
 
+@dataclasses.dataclass(frozen=True)
+class StatsOptions:
+    """The query parameters of Apache's stats (GetStatsOptions)."""
+
+    #: getPreciseBacklog: msgBacklog counted entry by entry. Ours always is (the cursor
+    #: knows its acknowledged ranges), so the flag changes nothing.
+    precise_backlog: bool = False
+    #: subscriptionBacklogSize: each subscription's backlogSize in bytes (else -1).
+    subscription_backlog_size: bool = True
+    #: getEarliestTimeInBacklog: publish time of each subscription's oldest unacknowledged
+    #: message (earliestMsgPublishTimeInBacklog) and the topic's oldest of those.
+    earliest_time_in_backlog: bool = False
+
+    @classmethod
+    def of(cls, request: web.Request) -> StatsOptions:
+        return cls(
+            precise_backlog=rest.query_flag(request, "getPreciseBacklog"),
+            subscription_backlog_size=rest.query_flag(request, "subscriptionBacklogSize",
+                                                      default=True),
+            earliest_time_in_backlog=rest.query_flag(request, "getEarliestTimeInBacklog"))
+
+    def query(self) -> str:
+        """These options as the query string of a partition's /stats on its broker."""
+        return "?" + urllib.parse.urlencode({
+            "getPreciseBacklog": str(self.precise_backlog).lower(),
+            "subscriptionBacklogSize": str(self.subscription_backlog_size).lower(),
+            "getEarliestTimeInBacklog": str(self.earliest_time_in_backlog).lower()})
+
+
+async def add_backlog_details(topic: PersistentTopic, result: dict[str, Any],
+                              options: StatsOptions) -> None:
+    """Each subscription's backlogSize and, when asked, the publish time of its oldest
+    unacknowledged message, as Apache computes them."""
+    earliest: list[int] = []
+    for name, sub in result.get("subscriptions", {}).items():
+        subscription = topic.subscriptions.get(name)
+        if subscription is None:
+            continue
+        cursor = subscription.cursor
+        sub["backlogSize"] = (backlog_quota.estimated_backlog_size(
+            topic.ledger.ledgers, cursor.mark_delete_position)
+            if options.subscription_backlog_size else -1)
+        if options.earliest_time_in_backlog:
+            sub["earliestMsgPublishTimeInBacklog"] = await _oldest_publish_time(topic, cursor)
+            if sub["earliestMsgPublishTimeInBacklog"] > 0:
+                earliest.append(sub["earliestMsgPublishTimeInBacklog"])
+    if options.earliest_time_in_backlog:
+        result["earliestMsgPublishTimeInBacklogs"] = min(earliest, default=0)
+
+
+async def _oldest_publish_time(topic: PersistentTopic, cursor: Any) -> int:
+    """Publish time (ms) of the cursor's first unacknowledged entry; 0 without backlog."""
+    if cursor.number_of_entries_in_backlog == 0:
+        return 0
+    try:
+        entry = await peek.nth_unacknowledged(topic.ledger, cursor, 1)
+    except errors.NotFoundError:
+        return 0
+    return int(wire_entry.parse_entry_metadata(entry.data).publish_time)
+
+
+#: Publish times that a sum over partitions keeps the oldest (positive) of, not the total.
+_OLDEST_TIME = ("earliestMsgPublishTimeInBacklog", "earliestMsgPublishTimeInBacklogs")
+
+
 def _add_numbers(total: dict[str, Any], part: dict[str, Any]) -> None:
     for key, value in part.items():
-        if isinstance(value, bool):
+        if key in _OLDEST_TIME:
+            known = [t for t in (total.get(key, 0), value) if t > 0]
+            total[key] = min(known, default=0)
+        elif key == "backlogSize" and -1 in (value, total.get(key)):
+            total[key] = -1  # not computed for some partition: not known for the whole
+        elif isinstance(value, bool):
             total.setdefault(key, value)
         elif isinstance(value, (int, float)):
             total[key] = total.get(key, 0) + value

@@ -150,7 +150,9 @@ async def topic_stats(request: web.Request) -> web.Response:
         return rest.ok_json(stats.topic_stats(await topic_access.non_persistent(service, name),
                                               request.app[rates.TRACKER_KEY], service.broker_id))
     topic = await topic_access.existing(service, name)
-    return rest.ok_json(stats.topic_stats(topic, request.app[rates.TRACKER_KEY], service.broker_id))
+    result = stats.topic_stats(topic, request.app[rates.TRACKER_KEY], service.broker_id)
+    await stats.add_backlog_details(topic, result, stats.StatsOptions.of(request))
+    return rest.ok_json(result)
 
 
 @routes.get(TOPIC + "/partitioned-stats")
@@ -169,9 +171,13 @@ async def partitioned_stats(request: web.Request) -> web.Response:
             per_partition))
     parts = await topic_access.fan_out(service, name)
     tracker = request.app[rates.TRACKER_KEY]
-    each = {str(t.name): stats.topic_stats(t, tracker) for t in parts.local}
+    options = stats.StatsOptions.of(request)
+    each = {}
+    for topic in parts.local:
+        each[str(topic.name)] = stats.topic_stats(topic, tracker)
+        await stats.add_backlog_details(topic, each[str(topic.name)], options)
     for partition, _, remote in await remote_partitions.call_each(
-            request, parts.remote, "GET", "/stats", accept=()):
+            request, parts.remote, "GET", "/stats" + options.query(), accept=()):
         each[str(partition)] = remote
     return rest.ok_json(stats.partitioned_stats(count, each, per_partition))
 
