@@ -119,6 +119,7 @@ def test_each_service_monitor_keeps_one_service_whose_port_reaches_the_metrics_p
 ) -> None:
     values = yaml.safe_load((CLUSTER_CHART / "ci" / values_file).read_text())
     values.update(monitoring_values("ServiceMonitor"))
+    values["monitoring"]["bearerTokenSecret"] = {"name": "prometheus-token"}
     manifests = render_chart(CLUSTER_CHART, values, release="my-pulsar")
     plan = operator_plan(manifests)
     for monitor in of_kind(manifests, "ServiceMonitor"):
@@ -173,6 +174,29 @@ def test_monitor_settings_come_from_values(render_chart: Any, validate_manifests
         assert endpoint["relabelings"][-1] == {"sourceLabels": ["__meta_kubernetes_pod_node_name"],
                                                "targetLabel": "node"}
         assert endpoint["metricRelabelings"][0]["action"] == "drop"
+        assert endpoint["authorization"] == {
+            "type": "Bearer", "credentials": {"name": "prometheus-token", "key": "token"}}
+
+
+def test_a_secured_cluster_needs_a_token_for_prometheus_to_scrape_its_proxies(
+    render_chart: Any, validate_manifests: Any
+) -> None:
+    values = yaml.safe_load((CLUSTER_CHART / "ci" / "secure-values.yaml").read_text())
+    values.update(monitoring_values("PodMonitor"))
+    with helm_python.Chart.load(CLUSTER_CHART) as chart, pytest.raises(
+            helm_python.HelmRenderError, match="monitoring.bearerTokenSecret.name is required"):
+        chart.render(values, name="test", namespace="pulsar")
+    values["monitoring"]["proxy"] = {"enabled": False}
+    without_proxy = render_chart(CLUSTER_CHART, values)
+    assert sorted(component_of(m) for m in of_kind(without_proxy, "PodMonitor")) == ["bookie", "broker"]
+    assert all("authorization" not in endpoints_of(m)[0] for m in of_kind(without_proxy, "PodMonitor"))
+    values["monitoring"].pop("proxy")
+    values["monitoring"]["bearerTokenSecret"] = {"name": "prometheus-token", "key": "jwt"}
+    manifests = render_chart(CLUSTER_CHART, values)
+    validate_manifests(manifests)
+    for monitor in of_kind(manifests, "PodMonitor"):
+        assert endpoints_of(monitor)[0]["authorization"]["credentials"] == {
+            "name": "prometheus-token", "key": "jwt"}
 
 
 def test_a_disabled_component_or_proxy_gets_no_monitor_or_dashboard(render_chart: Any) -> None:
