@@ -133,3 +133,12 @@ PulsarCluster's status.brokerServiceURL), the admin URL the brokers'
 {{- $labels := include "pulsar-cluster.labels" .root | fromYaml }}
 {{- toYaml (merge (deepCopy (default dict .extra)) $labels) }}
 {{- end }}
+
+{{/* A string map as "key: value, key: value" (sorted), for NOTES.txt. */}}
+{{- define "pulsar-cluster.inlineMap" -}}
+{{- $pairs := list }}
+{{- range $key, $value := . }}
+{{- $pairs = append $pairs (printf "%s: %s" $key $value) }}
+{{- end }}
+{{- join ", " $pairs }}
+{{- end }}

@@ -323,3 +323,19 @@ def test_every_dashboard_file_is_shipped(render_chart: Any) -> None:
     assert shipped == set(dashboards.COMPONENTS)
     manifests = render_chart(CLUSTER_CHART, monitoring_values("PodMonitor"))
     assert {f"pulsar-{c}" for c in dashboard_configmaps(manifests)} == shipped
+
+
+@pytest.mark.parametrize("values_file", ["full-values.yaml", "monitoring-values.yaml"])
+def test_chart_with_monitoring_passes_helm_lint_and_its_notes_say_how_to_find_them(
+    values_file: str
+) -> None:
+    values = yaml.safe_load((CLUSTER_CHART / "ci" / values_file).read_text())
+    report = helm_python.lint(CLUSTER_CHART, values, strict=True, namespace="pulsar")
+    problems = [m for m in report["messages"] if m["severity"] >= 2]
+    assert problems == [] and report["errors"] == [], report
+    with helm_python.Chart.load(CLUSTER_CHART) as chart:
+        notes = chart.render(values, name="rel", namespace="pulsar")["pulsar-cluster/templates/NOTES.txt"]
+    kind = values["monitoring"]["kind"]
+    assert f"kubectl get {kind.lower()}s -n pulsar" in notes
+    dashboards_namespace = values["grafanaDashboards"].get("namespace") or "pulsar"
+    assert f"kubectl get configmaps -n {dashboards_namespace} -l grafana_dashboard=1" in notes
