@@ -53,11 +53,10 @@ def selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
 
 def relabeled_service_kept(endpoint: dict[str, Any], service_name: str) -> bool:
     """Whether the endpoint's `keep` relabelings on the Service name let this Service through."""
-    for rule in endpoint.get("relabelings", []):
-        if rule.get("action") == "keep" and rule["sourceLabels"] == ["__meta_kubernetes_service_name"]:
-            if not re.fullmatch(rule["regex"], service_name):
-                return False
-    return True
+    return all(re.fullmatch(rule["regex"], service_name)
+               for rule in endpoint.get("relabelings", [])
+               if rule.get("action") == "keep"
+               and rule["sourceLabels"] == ["__meta_kubernetes_service_name"])
 
 
 def config_file(plan: list[Manifest], component: str) -> dict[str, str]:
