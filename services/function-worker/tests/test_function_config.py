@@ -85,30 +85,37 @@ def test_sequence_ids_follow_message_id_order_and_are_never_zero(
     assert (sa < sb) == (normal(a) < normal(b))
 
 
-updates = st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from(["incr", "put", "del"]),
-                             st.integers(-5, 5)), max_size=30)
+updates = st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from(["incr", "put", "set", "del"]),
+                             st.integers(-5, 5), st.sampled_from(["0", "1", "2"])), max_size=40)
 
 
-@given(updates)
-def test_the_state_table_matches_a_simple_model(ops: list[tuple[str, str, int]]) -> None:
-    table = state_log.StateTable()
-    model: dict[str, int | bytes] = {}
-    for key, op, amount in ops:
-        if op == "incr":
-            update = state_log.Update(key, state_log.INCR, amount=amount)
-            current = model.get(key, 0)
-            model[key] = (current if isinstance(current, int)
-                          else int.from_bytes(current, "big", signed=True)
-                          if len(current) == 8 else 0) + amount
-        elif op == "put":
-            update = state_log.Update(key, state_log.PUT, value=str(amount).encode())
-            model[key] = str(amount).encode()
-        else:
-            update = state_log.Update(key, state_log.DELETE)
-            model.pop(key, None)
-        decoded = state_log.decode(key, update.encode())
-        assert decoded == update
-        table.apply(decoded)
+def _update(key: str, op: str, amount: int) -> state_log.Update:
+    if op == "put":
+        return state_log.Update(key, state_log.PUT, value=str(amount).encode())
+    return state_log.Update(key, op, amount=amount)
+
+
+def _modelled(model: dict[str, int | bytes], key: str, op: str, amount: int) -> None:
+    if op == "incr":
+        current = model.get(key, 0)
+        model[key] = (current if isinstance(current, int)
+                      else int.from_bytes(current, "big", signed=True)
+                      if len(current) == 8 else 0) + amount
+    elif op == "put":
+        model[key] = str(amount).encode()
+    elif op == "set":
+        model[key] = amount
+    else:
+        model.pop(key, None)
+
+
+def _compacted(log: list[state_log.Record]) -> list[state_log.Record]:
+    """What the broker's compaction keeps: the latest record of each compaction key, in order."""
+    latest = {record.compaction_key: i for i, record in enumerate(log)}
+    return [record for i, record in enumerate(log) if latest[record.compaction_key] == i]
+
+
+def _check(table: state_log.StateTable, model: dict[str, int | bytes]) -> None:
     for key in "abc":
         expected = model.get(key)
         if isinstance(expected, int):
@@ -118,11 +125,48 @@ def test_the_state_table_matches_a_simple_model(ops: list[tuple[str, str, int]])
             assert table.value(key) == expected
 
 
+@given(updates)
+def test_the_state_table_matches_a_simple_model_before_and_after_compaction(
+        ops: list[tuple[str, str, int, str]]) -> None:
+    """Writers (instance ids) take turns; the log they write folds to the model's state, and
+    so does what compaction leaves of it."""
+    table = state_log.StateTable()
+    model: dict[str, int | bytes] = {}
+    log: list[state_log.Record] = []
+    for n, (key, op, amount, writer) in enumerate(ops):
+        record = table.record_for(_update(key, op, amount), writer, f"epoch-{n}")
+        decoded = state_log.decode(record.encode())
+        assert decoded == record
+        table.apply(decoded)
+        log.append(decoded)
+        _modelled(model, key, op, amount)
+        _check(table, model)
+    replayed = state_log.StateTable()
+    for record in _compacted(log):
+        replayed.apply(record)
+    _check(replayed, model)
+    for key in "abc":
+        assert replayed.get(key) == table.get(key)
+
+
+def test_parallel_writers_increments_all_count_and_a_put_starts_over() -> None:
+    table = state_log.StateTable()
+    for writer in ("0", "1", "0"):
+        table.apply(table.record_for(state_log.Update("n", state_log.INCR, amount=2), writer, "x"))
+    assert table.counter("n") == 6
+    table.apply(table.record_for(state_log.Update("n", state_log.PUT, value=b"v"), "1", "e1"))
+    assert table.value("n") == b"v"
+    total = table.record_for(state_log.Update("n", state_log.INCR, amount=1), "0", "unused")
+    assert isinstance(total, state_log.Total) and (total.epoch, total.total) == ("e1", 1)
+    assert total.compaction_key == "c:0:n"
+
+
 def test_function_state_json_round_trips_through_putstate() -> None:
     table = state_log.StateTable()
-    table.apply(state_log.update_from_state_json("n", {"numberValue": 41}))
-    table.apply(state_log.Update("n", state_log.INCR, amount=1))
-    table.apply(state_log.update_from_state_json("s", {"stringValue": "hello"}))
+    for n, update in enumerate([state_log.update_from_state_json("n", {"numberValue": 41}),
+                                state_log.Update("n", state_log.INCR, amount=1),
+                                state_log.update_from_state_json("s", {"stringValue": "hello"})]):
+        table.apply(table.record_for(update, "0", f"e{n}"))
     n, s = table.get("n"), table.get("s")
     assert n is not None and s is not None
     assert state_log.function_state_json("n", n) == {"key": "n", "numberValue": 42, "version": 2}

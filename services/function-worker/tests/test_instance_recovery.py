@@ -1,9 +1,11 @@
 """Instances that crash or restart: effectively-once and at-least-once output through a
-SIGKILL, state that outlives instances and is shared by parallel ones."""
+SIGKILL, state that outlives instances and is shared by parallel ones, and state read back
+from its compacted topic after many updates."""
 
 from __future__ import annotations
 
 import collections
+import json
 import time
 import urllib.request
 from collections.abc import Callable
@@ -12,7 +14,7 @@ from typing import Any
 import pulsar
 import pytest
 from pulsar_broker import testing as broker_testing
-from pulsar_functions.testing import receive_all, wait_for
+from pulsar_functions.testing import http, receive_all, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -143,6 +145,63 @@ def test_counters_and_state_survive_an_instance_restart(
     start_instance(COUNTING, function)
     producer.send(b"a")
     assert receive_all(out, 1)[0].data() == b"a=3 last=a"
+
+
+def compact(standalone: broker_testing.StandaloneProcess, topic: str) -> None:
+    """Compact the topic through the admin API and wait until it succeeded."""
+    path = f"{standalone.web_url}/admin/v2/{topic.replace('://', '/')}/compaction"
+    assert http("PUT", path)[0] == 204
+
+    def done() -> bool:
+        status, body = http("GET", path)
+        assert status == 200, body
+        assert json.loads(body)["status"] != "ERROR", body
+        return bool(json.loads(body)["status"] == "SUCCESS")
+
+    wait_for(done, 60, f"compaction of {topic}")
+
+
+def read_compacted(client: pulsar.Client, topic: str) -> int:
+    reader = client.create_reader(topic, pulsar.MessageId.earliest, is_read_compacted=True)
+    count = 0
+    while reader.has_message_available():
+        reader.read_next(timeout_millis=10_000)
+        count += 1
+    reader.close()
+    return count
+
+
+def test_state_reloads_from_the_compacted_topic_after_many_updates(
+    client: pulsar.Client, names: Callable[[str], str], start_instance: Callable[..., Any],
+    standalone: broker_testing.StandaloneProcess,
+) -> None:
+    source, sink = names("in"), names("out")
+    out = client.subscribe(sink, "check")
+    name = f"count-{source[-10:]}"
+    function = {"className": "user_function.count", "inputs": [source], "output": sink, "name": name}
+    state_topic = f"persistent://public/default/__function-state-{name}"
+    first = start_instance(COUNTING, function)
+    producer = client.create_producer(source, batching_enabled=False)
+    updates = 300
+    for i in range(updates):
+        producer.send(b"b" if i % 2 else b"a")
+    receive_all(out, updates)
+    assert first.stop() == 0
+    assert len(read_everything(client, state_topic)) == 2 * updates  # an incr and a put each
+    compact(standalone, state_topic)
+    # a's and b's counters (one writer) and "last": three compaction keys left of 600 updates.
+    assert read_compacted(client, state_topic) == 3
+    second = start_instance(COUNTING, function)
+    for value in (b"a", b"b", b"a"):
+        producer.send(value)
+    assert [m.data() for m in receive_all(out, 3)] == [b"a=151 last=a", b"b=151 last=b",
+                                                      b"a=152 last=a"]
+    assert second.stop() == 0
+    # Compacted records up to the horizon, then the six messages written after it.
+    assert read_compacted(client, state_topic) == 3 + 6
+    start_instance(COUNTING, function, instance_id=1)  # another writer adds its own total
+    producer.send(b"b")
+    assert receive_all(out, 1)[0].data() == b"b=152 last=b"
 
 
 def test_parallel_instances_share_one_counter(

@@ -1,5 +1,6 @@
 """Functions on `pulsar standalone`, as on Apache's: the standalone runs a functions worker,
-and the broker's web port serves `/admin/v3/functions` by forwarding to it."""
+and the broker's web port serves `/admin/v3/functions` by forwarding to it; a created function's
+state topic gets a compaction threshold."""
 
 from __future__ import annotations
 
@@ -44,6 +45,10 @@ def test_a_function_created_through_the_brokers_web_port_runs_in_the_standalone(
     for word in ("hello", "world"):
         producer.send(word.encode())
     assert sorted(m.data() for m in receive_all(out, 2)) == [b"hello!", b"world!"]
+    # The worker asked the brokers to compact the function's state topic (1 MiB by default).
+    status, threshold = http("GET", f"{standalone.web_url}/admin/v2/persistent/public/default/"
+                                    f"__function-state-{name}/compactionThreshold")
+    assert (status, json.loads(threshold)) == (200, 1 << 20)
     status, listed = http("GET", f"{standalone.web_url}/admin/v3/functions/public/default")
     assert status == 200 and name in json.loads(listed)
     assert http("DELETE", base)[0] == 204

@@ -109,7 +109,8 @@ class FunctionInstance:
         return logger
 
     def _open_state(self) -> state.TopicStateStore:
-        store = state.TopicStateStore(self._client, self.function.state_topic)
+        store = state.TopicStateStore(self._client, self.function.state_topic,
+                                      str(self.options.instance_id))
         store.open()
         return store
 

@@ -1,19 +1,24 @@
 """The state store of a function, kept in a topic of its own (see pulsar_functions.state_log).
 
-On open it reads the state topic from the start into a table, then a reader
-thread keeps tailing it, so updates by other instances (and by the admin
-API's putstate) show up. A write is a message on the topic; it returns once
-this store's reader has applied it, so an instance reads its own writes and
-everything written before them. A durable subscription that never
-acknowledges keeps the broker from trimming the topic: it is the state's
-only copy. State outlives instances, restarts and moves to other workers
-because it is a topic, stored by the bookies like any other.
+On open it reads the state topic's compacted view from the start into a
+table (the latest record of each compaction key up to the compaction
+horizon, then every message after it), then a reader thread keeps tailing
+it, so updates by other instances (and by the admin API's putstate) show
+up. A write is a message on the topic, keyed by its record's compaction
+key; it returns once this store's reader has applied it, so an instance
+reads its own writes and everything written before them. A durable
+subscription that never acknowledges keeps the broker from trimming the
+topic: it is the state's only copy. State outlives instances, restarts and
+moves to other workers because it is a topic, stored by the bookies like any
+other; compaction (a compaction threshold on the topic or its namespace, or
+`pulsar-admin topics compact`) bounds what a restart reads.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+import uuid
 from typing import Any
 
 import pulsar
@@ -35,9 +40,13 @@ def _position(message_id: Any) -> tuple[int, int, int]:
 class TopicStateStore:
     """Counters and values of one function, shared by its instances through a topic."""
 
-    def __init__(self, client: pulsar.Client, topic: str) -> None:
+    def __init__(self, client: pulsar.Client, topic: str, writer: str) -> None:
+        """writer: this store's name among the function's writers of increments (the
+        instance id): no two stores that increment may share one."""
         self._client = client
         self._topic = topic
+        self._writer = writer
+        self._writing = threading.Lock()
         self._table = state_log.StateTable()
         self._applied: tuple[int, int, int] = (-1, -1, -1)
         self._changed = threading.Condition()
@@ -50,7 +59,8 @@ class TopicStateStore:
         try:
             self._client.subscribe(self._topic, KEEPER_SUBSCRIPTION,
                                    initial_position=pulsar.InitialPosition.Earliest).close()
-            self._reader = self._client.create_reader(self._topic, pulsar.MessageId.earliest)
+            self._reader = self._client.create_reader(self._topic, pulsar.MessageId.earliest,
+                                                      is_read_compacted=True)
             while self._reader.has_message_available():
                 self._apply(self._reader.read_next())
             self._producer = self._client.create_producer(self._topic)
@@ -84,24 +94,30 @@ class TopicStateStore:
             self._apply(message)
 
     def _apply(self, message: Any) -> None:
-        update = state_log.decode(message.partition_key(), message.data())
+        record = state_log.decode(message.data())
         with self._changed:
-            if update is not None:
-                self._table.apply(update)
+            if record is not None:
+                self._table.apply(record)
             self._applied = max(self._applied, _position(message.message_id()))
             self._changed.notify_all()
 
     def write(self, update: state_log.Update) -> None:
-        """Append update and wait until the table holds it."""
-        try:
-            message_id = self._producer.send(update.encode(), partition_key=update.key)
-        except pulsar.PulsarException as exc:
-            raise errors.StateStoreError(f"cannot write state key {update.key}") from exc
-        position = _position(message_id)
-        with self._changed:
-            if not self._changed.wait_for(lambda: self._applied >= position, APPLY_TIMEOUT_S):
-                raise errors.StateStoreError(
-                    f"state update of {update.key} not read back in {APPLY_TIMEOUT_S}s")
+        """Append update's record and wait until the table holds it. Writes of one store go one
+        at a time: an increment's record carries this writer's total so far."""
+        with self._writing:
+            with self._changed:
+                record = self._table.record_for(update, self._writer, uuid.uuid4().hex)
+            try:
+                message_id = self._producer.send(record.encode(),
+                                                 partition_key=record.compaction_key)
+            except pulsar.PulsarException as exc:
+                raise errors.StateStoreError(f"cannot write state key {update.key}") from exc
+            position = _position(message_id)
+            with self._changed:
+                if not self._changed.wait_for(lambda: self._applied >= position,
+                                              APPLY_TIMEOUT_S):
+                    raise errors.StateStoreError(
+                        f"state update of {update.key} not read back in {APPLY_TIMEOUT_S}s")
 
     def incr(self, key: str, amount: int) -> None:
         self.write(state_log.Update(key, state_log.INCR, amount=int(amount)))

@@ -18,18 +18,16 @@ import time
 import urllib.parse
 
 import aiohttp
-from pulsar_common import naming
 from pulsar_common.metadata import api
 
 from pulsar_functions import broker_client, config
-from pulsar_functions.worker import records
+from pulsar_functions.worker import records, state_topic
 
 log = logging.getLogger(__name__)
 
 #: How long a delete waits for the function's instances to stop before giving up on cleanup.
 INSTANCES_STOP_WAIT_S = 30.0
 POLL_INTERVAL_S = 0.2
-HTTP_TIMEOUT_S = 30.0
 
 
 async def wait_for_instances_to_stop(store: api.MetadataStore, fqfn: str,
@@ -44,11 +42,8 @@ async def wait_for_instances_to_stop(store: api.MetadataStore, fqfn: str,
 
 
 def subscription_url(web_service_url: str, topic: str, subscription: str) -> str:
-    name = naming.TopicName.parse(topic)
-    quote = urllib.parse.quote
-    return (f"{web_service_url.rstrip('/')}/admin/v2/{name.domain.value}/"
-            f"{quote(name.tenant, safe='')}/{quote(name.namespace, safe='')}/"
-            f"{quote(name.local_name, safe='')}/subscription/{quote(subscription, safe='')}")
+    return (f"{state_topic.topic_url(web_service_url, topic)}/subscription/"
+            f"{urllib.parse.quote(subscription, safe='')}")
 
 
 async def delete_input_subscriptions(
@@ -62,11 +57,7 @@ async def delete_input_subscriptions(
                     "left in place", function.fqfn, INSTANCES_STOP_WAIT_S)
         return []
     cleaned = []
-    timeout = aiohttp.ClientTimeout(total=HTTP_TIMEOUT_S)
-    connector = (aiohttp.TCPConnector(ssl=client.http_ssl_context())
-                 if web_service_url.startswith("https:") else None)
-    async with aiohttp.ClientSession(timeout=timeout, connector=connector,
-                                     headers=client.http_headers()) as session:
+    async with state_topic.admin_session(web_service_url, client) as session:
         for spec in function.inputs:
             if spec.is_pattern:
                 continue

@@ -30,6 +30,10 @@ class WorkerConfig:
                                       "Session of this worker's membership and leadership")
     package_max_bytes: int = setting("maxPackageSizeBytes", 1 << 20,
                                      "Largest function code accepted (kept in the metadata store)")
+    state_compaction_threshold_bytes: int = setting(
+        "functionStateCompactionThresholdBytes", 1 << 20,
+        "pulsar-py: the compactionThreshold set on a new function's state topic, so brokers "
+        "compact it once that many bytes follow the last compaction (0: leave it unset)")
 
     # Security, by Apache's functions_worker keys (docs/security.md, "Functions").
     authentication_enabled: bool = setting(

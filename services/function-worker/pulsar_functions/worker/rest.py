@@ -18,7 +18,14 @@ import aiohttp
 from aiohttp import web
 
 from pulsar_functions import config, errors
-from pulsar_functions.worker import cleanup, rest_instances, rest_security, service, topic_calls
+from pulsar_functions.worker import (
+    cleanup,
+    rest_instances,
+    rest_security,
+    service,
+    state_topic,
+    topic_calls,
+)
 from pulsar_functions.worker.app_keys import CALLS_KEY, WORKER_KEY, fqfn_of, reason
 
 BASE = "/admin/v3/functions"
@@ -137,7 +144,12 @@ async def _create(request: web.Request) -> web.Response:
     if code is None and not function.py_location:
         raise errors.InvalidFunctionConfigError("send the code as a data part or a url")
     _check_code(request, code)
-    await request.app[WORKER_KEY].functions.create(function, code, filename)
+    worker = request.app[WORKER_KEY]
+    await worker.functions.create(function, code, filename)
+    if worker.conf.state_compaction_threshold_bytes > 0:
+        await state_topic.set_compaction_threshold(
+            worker.conf.pulsar_web_service_url, function,
+            worker.conf.state_compaction_threshold_bytes, worker.conf.broker_client_settings)
     return web.Response(status=204)
 
 

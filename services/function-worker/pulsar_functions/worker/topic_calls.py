@@ -85,7 +85,9 @@ class TopicCalls:
         await asyncio.to_thread(self._with_store, function, lambda store: store.write(update))
 
     def _with_store(self, function: config.FunctionConfig, call: Any) -> Any:
-        store = state.TopicStateStore(self._connected(), function.state_topic)
+        # The admin API only puts and sets (whole values), never increments, so it needs no
+        # writer name of its own among the instances'.
+        store = state.TopicStateStore(self._connected(), function.state_topic, "admin")
         store.open()
         try:
             return call(store)
