@@ -3,7 +3,8 @@
 A lookup finds the topic's bundle and its owner. A bundle nobody owns goes to
 the broker an unload named as its destination (recorded under
 /loadbalance/bundle-destinations for a minute), else to the live broker owning
-the fewest bundles: when that is this broker it takes
+the fewest bundles among those the cluster's namespace isolation policies
+allow (isolation.py): when that is this broker it takes
 the bundle, otherwise it asks that broker over HTTP (an authoritative lookup,
 which makes the other broker take it) and answers with the result. Apache's
 brokers redirect the client instead; the client ends up at the same owner
@@ -31,7 +32,7 @@ from pulsar_common.metadata import api as md
 from pulsar_common.metadata import errors as md_errors
 
 from pulsar_broker import errors, resources
-from pulsar_broker.namespace import bundles, registry
+from pulsar_broker.namespace import bundles, isolation, registry
 from pulsar_broker.namespace.bundles import NamespaceBundle
 from pulsar_broker.namespace.ownership import BrokerUrls, OwnershipCache
 
@@ -177,11 +178,17 @@ class NamespaceService:
         destination = await self._recorded_destination(bundle)
         if destination is not None and destination in brokers:
             return brokers[destination]
-        live = list(brokers.values())
-        if not live:
+        if not brokers:
             return self.me
+        allowed = isolation.candidates(await self._isolation_policies(), str(bundle.namespace),
+                                       sorted(brokers))
+        live = [brokers[broker_id] for broker_id in allowed]
         load = await self.ownership.count_by_owner()
         return min(live, key=lambda b: (load.get(b, 0), _tie_break(bundle, b)))
+
+    async def _isolation_policies(self) -> dict[str, Any]:
+        found = await self.store.get(isolation.record_path(self._cluster))
+        return {} if found is None else dict(json.loads(found.value))
 
     async def set_destination(self, bundle: NamespaceBundle, broker_id: str) -> None:
         """Make broker_id the bundle's next owner (before this broker unloads it)."""

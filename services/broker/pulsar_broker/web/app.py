@@ -27,11 +27,13 @@ from pulsar_broker.web import (
     dynamic_config,
     functions,
     http_limits,
+    isolation_policies,
     lookup,
     metrics,
     namespaces,
     permissions,
     rates,
+    resource_quotas,
     rest,
     schemas,
     subscriptions,
@@ -84,7 +86,8 @@ def create_app(service: BrokerService) -> web.Application:
     app = web.Application(middlewares=middlewares, client_max_size=CLIENT_MAX_SIZE_BYTES)
     app[rest.SERVICE] = service
     for module in (clusters, tenants, namespaces, bundles, topics, subscriptions, lookup,
-                   dynamic_config, brokers, schemas, permissions, bookies, topic_policies):
+                   dynamic_config, brokers, schemas, permissions, bookies, topic_policies,
+                   resource_quotas, isolation_policies):
         app.router.add_routes(module.routes)
     rates.install(app, service)
     dynamic_config.install(app, service)

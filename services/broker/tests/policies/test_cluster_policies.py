@@ -118,3 +118,27 @@ def test_a_dynamic_setting_changed_on_one_broker_applies_on_the_other(cluster):
     finally:
         _call("DELETE", f"{other.web_url}{configuration}/dispatchThrottlingRatePerTopicInMsg")
         client.close()
+
+
+def test_namespace_isolation_policies_decide_which_broker_owns_a_namespace(cluster):
+    """A namespace a policy names goes to its primary broker; one no policy names goes to
+    the brokers no policy names."""
+    first, second = cluster.brokers
+    isolated, shared = (f"public/iso-{uuid.uuid4().hex[:6]}" for _ in range(2))
+    for ns in (isolated, shared):
+        _call("PUT", f"{cluster.web_url}/admin/v2/namespaces/{ns}")
+    policies = (f"{first.web_url}/admin/v2/clusters/{local_cluster.CLUSTER_NAME}"
+                "/namespaceIsolationPolicies")
+    _call("POST", f"{policies}/only-second", {
+        "namespaces": [isolated], "primary": [f"127\\.0\\.0\\.1:{second.web_port}"],
+        "secondary": [], "auto_failover_policy": {
+            "policy_type": "min_available",
+            "parameters": {"min_limit": "1", "usage_threshold": "80"}}})
+    try:
+        for round_ in range(3):
+            for ns, owner in ((isolated, second), (shared, first)):
+                found = _call("GET", f"{first.web_url}/lookup/v2/topic/persistent/{ns}/"
+                                     f"t{round_}")["brokerUrl"]
+                assert found == owner.service_url, (ns, round_, found)
+    finally:
+        _call("DELETE", f"{policies}/only-second")
