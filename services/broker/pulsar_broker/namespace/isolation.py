@@ -22,6 +22,9 @@ from typing import Any
 
 #: Apache's AutoFailoverPolicyType values.
 POLICY_TYPES = ("min_available",)
+#: Which namespaces setting a policy unloads (Apache's NamespaceIsolationPolicyUnloadScope);
+#: "changed" unloads every named namespace here, like "all_matching".
+UNLOAD_SCOPES = ("all_matching", "none", "changed")
 #: Parameters min_available needs (Apache's MinAvailablePolicy).
 MIN_AVAILABLE_PARAMETERS = ("min_limit", "usage_threshold")
 
@@ -49,10 +52,16 @@ def validate(body: Any) -> dict[str, Any]:
             int(str(parameters.get(name)))
         except ValueError as exc:
             raise InvalidIsolationDataError(f"parameter {name} must be an integer") from exc
-    return {"namespaces": namespaces, "primary": primary, "secondary": secondary,
-            "auto_failover_policy": {"policy_type": failover["policy_type"],
-                                     "parameters": {str(k): str(v)
-                                                    for k, v in parameters.items()}}}
+    policy: dict[str, Any] = {
+        "namespaces": namespaces, "primary": primary, "secondary": secondary,
+        "auto_failover_policy": {"policy_type": failover["policy_type"],
+                                 "parameters": {str(k): str(v) for k, v in parameters.items()}}}
+    if body.get("unload_scope") is not None:
+        if body["unload_scope"] not in UNLOAD_SCOPES:
+            raise InvalidIsolationDataError(
+                f"unload_scope must be one of {', '.join(UNLOAD_SCOPES)}")
+        policy["unload_scope"] = body["unload_scope"]
+    return policy
 
 
 def _regex_list(value: Any, what: str, *, required: bool) -> list[str]:

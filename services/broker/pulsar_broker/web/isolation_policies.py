@@ -4,8 +4,8 @@
 The policies of a cluster are one record, policy name -> NamespaceIsolationData, at
 Apache's path; namespace/isolation.py validates them and decides placement, which the
 namespace service applies when it assigns a bundle. Setting a policy unloads the
-namespaces it names (`unloadBundles=true`, the default, as in Apache) so they are
-assigned again under it.
+namespaces it names (`unloadBundles=true`, the default, as in Apache, unless the
+policy's `unload_scope` is "none") so they are assigned again under it.
 """
 
 from __future__ import annotations
@@ -114,7 +114,8 @@ async def set_policy(request: web.Request) -> web.Response:
         ) from exc
     service = rest.service(request)
     await _change(service.resources.store, cluster, name, policy)
-    if rest.query_flag(request, "unloadBundles", default=True):
+    if rest.query_flag(request, "unloadBundles", default=True) and \
+            policy.get("unload_scope") != "none":
         await _unload_named(service, cluster, policy)
     return rest.no_content()
 

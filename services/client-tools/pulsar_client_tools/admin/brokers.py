@@ -1,4 +1,7 @@
-"""`pulsar-admin brokers healthcheck|list|leader-broker|namespaces|version`."""
+"""`pulsar-admin brokers healthcheck|list|leader-broker|namespaces|version` and the dynamic
+configuration: `list-dynamic-config` (the keys that may change at runtime, one per line),
+`get-all-dynamic-config` (the values set, JSON), `update-dynamic-config --config --value`,
+`delete-dynamic-config --config` and `get-runtime-config` (every setting, JSON), as Apache's."""
 
 from __future__ import annotations
 
@@ -34,6 +37,29 @@ def _version(admin: client.AdminClient, args: argparse.Namespace) -> None:
     print(admin.request("GET", "/admin/v2/brokers/version").body.decode())
 
 
+CONFIGURATION = "/admin/v2/brokers/configuration"
+
+
+def _list_dynamic(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    output.print_list(admin.get(CONFIGURATION))
+
+
+def _get_all_dynamic(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    output.print_json(admin.get(CONFIGURATION + "/values"))
+
+
+def _update_dynamic(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.post(f"{CONFIGURATION}/{client.quote(args.config)}/{client.quote(args.value)}")
+
+
+def _delete_dynamic(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.delete(f"{CONFIGURATION}/{client.quote(args.config)}")
+
+
+def _runtime(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    output.print_json(admin.get(CONFIGURATION + "/runtime"))
+
+
 def register(groups: Any) -> None:
     group = Group(groups, "brokers", "Operations about brokers")
     group.command("healthcheck", "Run a health check against the broker", _healthcheck)
@@ -44,3 +70,15 @@ def register(groups: Any) -> None:
     namespaces.add_argument("cluster")
     namespaces.add_argument("--url", required=True, help="the broker, host:webPort")
     group.command("version", "Get the version of the broker", _version)
+    group.command("list-dynamic-config", "Get list of updatable configuration name",
+                  _list_dynamic)
+    group.command("get-all-dynamic-config", "Get all overridden dynamic-configuration values",
+                  _get_all_dynamic)
+    update = group.command("update-dynamic-config",
+                           "Update dynamic-serviceConfiguration of broker", _update_dynamic)
+    update.add_argument("--config", required=True, help="service-configuration name")
+    update.add_argument("--value", required=True, help="service-configuration value")
+    group.command("delete-dynamic-config", "Delete dynamic-serviceConfiguration of broker",
+                  _delete_dynamic).add_argument("--config", required=True,
+                                                help="service-configuration name")
+    group.command("get-runtime-config", "Get runtime configuration values", _runtime)

@@ -24,7 +24,9 @@ from pulsar_client_tools.admin import (
     clusters,
     functions,
     namespaces,
+    ns_isolation_policy,
     output,
+    resource_quotas,
     schemas,
     tenants,
     topic_policies,
@@ -46,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     security.add_arguments(parser, ("--tls-trust-cert-path",))
     groups = parser.add_subparsers(dest="group", metavar="<group>")
     for module in (clusters, tenants, namespaces, topics, topic_policies, brokers, broker_stats,
-                   bookies, schemas, functions):
+                   bookies, schemas, functions, resource_quotas, ns_isolation_policy):
         module.register(groups)
     return parser
 

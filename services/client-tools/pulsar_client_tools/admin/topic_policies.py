@@ -98,6 +98,27 @@ def register(groups: Any) -> None:
                        "publishThrottlingRateInByte": a.byte_publish_rate}))
     rate.add_argument("-m", "--msg-publish-rate", type=int, default=-1)
     rate.add_argument("-b", "--byte-publish-rate", type=int, default=-1)
+    for suffix, path, noun in (
+            ("dispatch-rate", "/dispatchRate", "message-dispatch-rate"),
+            ("subscription-dispatch-rate", "/subscriptionDispatchRate",
+             "message-dispatch-rate of each subscription")):
+        dispatch = _policy(group, suffix, path, noun, _post(path, lambda a: {
+            "dispatchThrottlingRateInMsg": a.msg_dispatch_rate,
+            "dispatchThrottlingRateInByte": a.byte_dispatch_rate,
+            "ratePeriodInSecond": a.dispatch_rate_period,
+            "relativeToPublishRate": bool(a.relative_to_publish_rate)}))
+        dispatch.add_argument("-md", "--msg-dispatch-rate", type=int, default=-1)
+        dispatch.add_argument("-bd", "--byte-dispatch-rate", type=int, default=-1)
+        dispatch.add_argument("-dt", "--dispatch-rate-period", type=int, default=1,
+                              help="seconds (default 1)")
+        dispatch.add_argument("-rp", "--relative-to-publish-rate", action="store_true")
+    subscribe = _policy(group, "subscribe-rate", "/subscribeRate", "subscribe-rate per consumer",
+                        _post("/subscribeRate", lambda a: {
+                            "subscribeThrottlingRatePerConsumer": a.subscribe_rate,
+                            "ratePeriodInSecond": a.subscribe_rate_period}))
+    subscribe.add_argument("-sr", "--subscribe-rate", type=int, default=-1)
+    subscribe.add_argument("-st", "--subscribe-rate-period", type=int, default=30,
+                           help="seconds (default 30)")
     threshold = _policy(group, "compaction-threshold", "/compactionThreshold",
                         "compaction threshold",
                         _post("/compactionThreshold", lambda a: units.size_bytes(a.threshold)))

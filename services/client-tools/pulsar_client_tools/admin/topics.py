@@ -82,8 +82,41 @@ def _delete_partitioned(admin: client.AdminClient, args: argparse.Namespace) -> 
     admin.delete(topic_path(args.topic) + "/partitions", {"force": "true"} if args.force else None)
 
 
+def _stats_query(args: argparse.Namespace) -> dict[str, str]:
+    """Apache's GetStatsOptions flags as the REST query parameters."""
+    return {"getPreciseBacklog": _text(args.get_precise_backlog),
+            "subscriptionBacklogSize": _text(args.get_subscription_backlog_size),
+            "getEarliestTimeInBacklog": _text(args.get_earliest_time_in_backlog)}
+
+
+def _text(flag: bool) -> str:
+    return "true" if flag else "false"
+
+
+def _boolean(text: str) -> bool:
+    if text.lower() not in ("true", "false"):
+        raise argparse.ArgumentTypeError(f"expected true or false, not {text!r}")
+    return text.lower() == "true"
+
+
+def _stats_flags(parser: argparse.ArgumentParser) -> None:
+    """-gpb, -sbs and -etb as Apache's pulsar-admin takes them (a bare flag means true)."""
+    for short, long, default, help_text in (
+            ("-gpb", "--get-precise-backlog", False, "count the backlog precisely"),
+            ("-sbs", "--get-subscription-backlog-size", True,
+             "each subscription's backlogSize (false: -1)"),
+            ("-etb", "--get-earliest-time-in-backlog", False,
+             "the publish time of the oldest message in each backlog")):
+        parser.add_argument(short, long, nargs="?", const=True, default=default, type=_boolean,
+                            metavar="true|false", help=f"{help_text} (default {_text(default)})")
+
+
+def _stats(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    output.print_json(admin.get(topic_path(args.topic) + "/stats", _stats_query(args)))
+
+
 def _partitioned_stats(admin: client.AdminClient, args: argparse.Namespace) -> None:
-    query = {"perPartition": "true" if args.per_partition else "false"}
+    query = {"perPartition": _text(args.per_partition), **_stats_query(args)}
     output.print_json(admin.get(topic_path(args.topic) + "/partitioned-stats", query))
 
 
@@ -203,9 +236,12 @@ def register(groups: Any) -> None:
                    _print("/partitions"))
     _topic_command(group, "delete-partitioned-topic", "Delete a partitioned topic",
                    _delete_partitioned).add_argument("-f", "--force", action="store_true")
-    _topic_command(group, "stats", "Get the stats of a topic", _print("/stats"))
-    _topic_command(group, "partitioned-stats", "Get the stats of a partitioned topic",
-                   _partitioned_stats).add_argument("--per-partition", action="store_true")
+    _stats_flags(_topic_command(group, "stats", "Get the stats of a topic", _stats))
+    partitioned = _topic_command(group, "partitioned-stats",
+                                 "Get the stats of a partitioned topic", _partitioned_stats)
+    partitioned.add_argument("--per-partition", action="store_true",
+                             help="the stats of each partition too")
+    _stats_flags(partitioned)
     _topic_command(group, "stats-internal", "Get the internal stats of a topic",
                    _print("/internalStats"))
     _topic_command(group, "partitioned-stats-internal",
