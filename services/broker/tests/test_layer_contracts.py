@@ -115,7 +115,11 @@ PURE_CORES = (
     "pulsar_broker.managed_ledger.ranges",
     "pulsar_broker.managed_ledger.trimming",
     "pulsar_broker.subscriptions.selection",
+    "pulsar_broker.subscriptions.dispatch_rate",
     "pulsar_broker.topics.entry_info",
+    "pulsar_broker.topics.publish_rate",
+    "pulsar_broker.topics.subscribe_rate",
+    "pulsar_broker.namespace.isolation",
 )
 #: What pure cores may import from the project besides each other: records and settings.
 CORE_VALUES = (

@@ -91,15 +91,16 @@ class TopicPolicies:
     compaction_threshold_bytes: int = 0
     limits: Limits = Limits()
     #: publishRate of the namespace, else maxPublishRatePerTopicIn* of the broker.
-    publish_rate: PublishRate = PublishRate()
+    publish_rate: PublishRate = dataclasses.field(default_factory=PublishRate)
     #: dispatchRate (the topic's, shared by its subscriptions), else
     #: dispatchThrottlingRatePerTopicIn* of the broker.
-    dispatch_rate: DispatchRate = DispatchRate()
+    dispatch_rate: DispatchRate = dataclasses.field(default_factory=DispatchRate)
     #: subscriptionDispatchRate (each subscription's own), else
     #: dispatchThrottlingRatePerSubscriptionIn* of the broker.
-    subscription_dispatch_rate: DispatchRate = DispatchRate()
+    subscription_dispatch_rate: DispatchRate = dataclasses.field(
+        default_factory=DispatchRate)
     #: subscribeRate, else subscribeThrottlingRatePerConsumer of the broker.
-    subscribe_rate: SubscribeRate = SubscribeRate()
+    subscribe_rate: SubscribeRate = dataclasses.field(default_factory=SubscribeRate)
 
 
 #: Apache's TopicPolicies fields this broker applies -> the namespace Policies field they

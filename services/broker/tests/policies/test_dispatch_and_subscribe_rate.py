@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from pulsar_broker.subscriptions.dispatch_rate import (
     RETRY_MIN_S,
     DispatchRate,

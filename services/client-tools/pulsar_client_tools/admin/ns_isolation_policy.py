@@ -90,11 +90,10 @@ def register(groups: Any) -> None:
                         help="comma separated name=value auto failover policy parameters")
     setter.add_argument("--unload-scope", choices=["all_matching", "none", "changed"],
                         help="which namespaces to unload so they are placed again")
+    superuser = " This operation requires Pulsar super-user privileges"
     for name, help_text, run in (
-            ("get", "Get namespace isolation policy of a cluster. This operation requires "
-                    "Pulsar super-user privileges", _get),
-            ("delete", "Delete namespace isolation policy of a cluster. This operation requires "
-                       "Pulsar super-user privileges", _delete)):
+            ("get", "Get namespace isolation policy of a cluster." + superuser, _get),
+            ("delete", "Delete namespace isolation policy of a cluster." + superuser, _delete)):
         parser = group.command(name, help_text, run)
         parser.add_argument("cluster", help="cluster-name")
         parser.add_argument("policy", help="policy-name")
