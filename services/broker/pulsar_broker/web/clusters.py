@@ -5,11 +5,13 @@ balancer does not place bundles by them (Apache's failureDomainsEnabled)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from aiohttp import web
 
 from pulsar_broker import errors
+from pulsar_broker.namespace import isolation
 from pulsar_broker.web import rest
 
 routes = web.RouteTableDef()
@@ -69,7 +71,16 @@ async def update_cluster(request: web.Request) -> web.Response:
 @routes.delete("/admin/v2/clusters/{cluster}")
 async def delete_cluster(request: web.Request) -> web.Response:
     name = rest.check_name(request.match_info["cluster"], "Cluster")
-    await rest.service(request).resources.delete_cluster(name)
+    service = rest.service(request)
+    # As Apache: a cluster with namespace isolation policies is not empty; an empty record
+    # of them goes with the cluster.
+    isolation_path = isolation.record_path(name)
+    found = await service.resources.store.get(isolation_path)
+    if found is not None:
+        if json.loads(found.value):
+            raise errors.PreconditionFailedError("Cluster not empty")
+        await service.resources.store.delete(isolation_path)
+    await service.resources.delete_cluster(name)
     return rest.no_content()
 
 

@@ -89,3 +89,16 @@ def test_invalid_isolation_data_and_unknown_clusters(http: Http, unique: str) ->
     assert http.get(f"{other}/p").status == 412
     assert http.post(f"{other}/p", _policy(["a/b"], ["x"])).status == 412
     assert http.delete(f"{other}/p").status == 412
+
+
+def test_a_cluster_with_isolation_policies_is_not_deleted(http: Http, unique: str) -> None:
+    cluster = f"iso-cluster-{unique}"
+    assert http.put(f"/admin/v2/clusters/{cluster}", {"serviceUrl": "http://x:8080"}).status == 204
+    policies = f"/admin/v2/clusters/{cluster}/namespaceIsolationPolicies"
+    assert http.post(f"{policies}/p", _policy(["a/b"], ["x"])).status == 204
+    reply = http.delete(f"/admin/v2/clusters/{cluster}")
+    assert (reply.status, reply.reason) == (412, "Cluster not empty")
+    assert http.delete(f"{policies}/p").status == 204
+    assert http.delete(f"/admin/v2/clusters/{cluster}").status == 204
+    assert http.get(f"/admin/v2/clusters/{cluster}").status == 404
+    assert http.get(policies).status == 404
