@@ -44,10 +44,10 @@ IGNORED = {
     "batchSourceConfig": "not a function setting",
     "genericRuntime": "only the Python runtime exists",
 }
-INPUT_USED = frozenset({"topics", "topicPattern", "customSerdeSources", "customSchemaSources", "sourceSpecs"})
+INPUT_USED = frozenset({"topics", "topicPattern", "customSerdeSources", "customSchemaSources", "sourceSpecs",
+                        "typeClassName"})
 SOURCE_SPEC_USED = frozenset({"schemaType", "serdeClassName", "isRegexPattern"})
-OUTPUT_USED = frozenset({"topic", "sinkSerdeClassName", "sinkSchemaType"})
-TYPE_CLASS_REASON = "Python functions take their types from serdes or schema types"
+OUTPUT_USED = frozenset({"topic", "sinkSerdeClassName", "sinkSchemaType", "typeClassName"})
 PULSAR_USED = frozenset({"pulsarConfig", "authSecret", "tlsSecret", "tlsConfig"})
 PULSAR_REASON = "not a field this operator knows"
 PULSAR_IGNORED = {"authConfig": "OAuth2 and generic authentication are not supported; give the "
@@ -149,6 +149,8 @@ def function_config(body: dict[str, Any], broker_service_url: str | None) -> dic
         "output": output.get("topic"),
         "outputSerdeClassName": output.get("sinkSerdeClassName"),
         "outputSchemaType": output.get("sinkSchemaType"),
+        "inputTypeClassName": inputs.get("typeClassName"),
+        "outputTypeClassName": output.get("typeClassName"),
         "logTopic": spec.get("logTopic"),
         "processingGuarantee": str(spec.get("processingGuarantee") or "atleast_once").upper(),
         "subscriptionName": spec.get("subscriptionName"),
@@ -175,11 +177,11 @@ def ignored_fields(body: dict[str, Any]) -> list[IgnoredField]:
     spec = spec_of(body)
     found = [IgnoredField(f"spec.{key}", IGNORED.get(key, "not a field this operator knows"))
              for key in sorted(spec) if key not in USED]
-    found += _unused("spec.input", spec.get("input"), INPUT_USED, {"typeClassName": TYPE_CLASS_REASON})
+    found += _unused("spec.input", spec.get("input"), INPUT_USED, {})
     for topic, conf in sorted(((spec.get("input") or {}).get("sourceSpecs") or {}).items()):
         found += _unused(f"spec.input.sourceSpecs.{topic}", conf, SOURCE_SPEC_USED, {},
                          "only schemaType, serdeClassName and isRegexPattern are used")
-    found += _unused("spec.output", spec.get("output"), OUTPUT_USED, {"typeClassName": TYPE_CLASS_REASON},
+    found += _unused("spec.output", spec.get("output"), OUTPUT_USED, {},
                      "producer settings are the client's defaults")
     found += _unused("spec.pulsar", spec.get("pulsar"), PULSAR_USED, PULSAR_IGNORED, PULSAR_REASON)
     found += _unused("spec.pulsar.tlsConfig", (spec.get("pulsar") or {}).get("tlsConfig"),

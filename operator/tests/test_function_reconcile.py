@@ -96,6 +96,16 @@ def test_function_json_carries_the_spec_in_the_instance_s_keys(example: Example)
     }
 
 
+def test_avro_inputs_and_outputs_take_function_mesh_s_schema_fields(example: Example) -> None:
+    plan = reconcile(function(example, input={"topics": ["in"], "customSchemaSources": {"in": "AVRO"},
+                                              "typeClassName": "schemas.Greeting"},
+                              output={"topic": "out", "sinkSchemaType": "AVRO", "typeClassName": "schemas.Reply"}))
+    config = json.loads(by_kind(plan, "ConfigMap")["data"]["function.json"])
+    assert (config["customSchemaInputs"], config["inputTypeClassName"]) == ({"in": "AVRO"}, "schemas.Greeting")
+    assert (config["outputSchemaType"], config["outputTypeClassName"]) == ("AVRO", "schemas.Reply")
+    assert plan.status["ignoredFields"] is None
+
+
 def test_the_config_is_what_pulsar_function_instance_parses(example: Example) -> None:
     from pulsar_functions import config
 
@@ -142,7 +152,7 @@ def test_accepted_fields_without_effect_are_listed_with_the_reason(example: Exam
     body = function(example, statefulConfig={"pulsar": {"serviceUrl": "bk://x:4181"}}, windowConfig={"windowLength": 3},
                     retainKeyOrdering=True, forwardSourceMessageProperty=False, cleanupSubscription=True,
                     colour="blue", python={"py": "f.py", "pyLocation": "public/default/pkg"},
-                    input={"topics": ["in"], "typeClassName": "java.lang.String",
+                    input={"topics": ["in"], "typeClassName": "schemas.Greeting",
                            "sourceSpecs": {"in": {"schemaType": "STRING", "receiverQueueSize": 5}}},
                     output={"topic": "out", "producerConf": {"maxPendingMessages": 10}},
                     pulsar={"pulsarConfig": "urls", "authConfig": {"oauth2Config": {"audience": "a"}},
@@ -152,7 +162,7 @@ def test_accepted_fields_without_effect_are_listed_with_the_reason(example: Exam
     plan = reconcile(body)
     assert [f["field"] for f in plan.status["ignoredFields"]] == [
         "spec.colour", "spec.retainKeyOrdering", "spec.statefulConfig", "spec.windowConfig",
-        "spec.input.typeClassName", "spec.input.sourceSpecs.in.receiverQueueSize", "spec.output.producerConf",
+        "spec.input.sourceSpecs.in.receiverQueueSize", "spec.output.producerConf",
         "spec.pulsar.authConfig", "spec.pulsar.tlsConfig.caFile", "spec.pod.vpa", "spec.pod.builtinAutoscaler[0]", "spec.python.pyLocation",
         "spec.forwardSourceMessageProperty", "spec.cleanupSubscription"]
     reasons = {f["field"]: f["reason"] for f in plan.status["ignoredFields"]}

@@ -57,6 +57,9 @@ class FunctionConfig:
     output: str | None = None
     output_serde_class_name: str | None = None
     output_schema_type: str | None = None
+    #: pulsar.schema.Record classes of the inputs and output with an AVRO or JSON schema type.
+    input_type_class_name: str | None = None
+    output_type_class_name: str | None = None
     log_topic: str | None = None
     processing_guarantee: ProcessingGuarantee = ProcessingGuarantee.ATLEAST_ONCE
     subscription_name: str | None = None
@@ -105,6 +108,8 @@ class FunctionConfig:
             "inputSpecs": specs, "output": self.output,
             "outputSerdeClassName": self.output_serde_class_name,
             "outputSchemaType": self.output_schema_type, "logTopic": self.log_topic,
+            "inputTypeClassName": self.input_type_class_name,
+            "outputTypeClassName": self.output_type_class_name,
             "processingGuarantees": self.processing_guarantee.value,
             "subName": self.subscription_name,
             "subscriptionPosition": self.subscription_position.value,
@@ -149,6 +154,8 @@ def parse(document: Mapping[str, Any]) -> FunctionConfig:
         output=_topic(_text(document, "output"), tenant, namespace),
         output_serde_class_name=_text(document, "outputSerdeClassName"),
         output_schema_type=_text(document, "outputSchemaType"),
+        input_type_class_name=_text(document, "inputTypeClassName"),
+        output_type_class_name=_text(document, "outputTypeClassName"),
         log_topic=_topic(_text(document, "logTopic"), tenant, namespace),
         processing_guarantee=_guarantee(document),
         subscription_name=_text(document, "subscriptionName") or _text(document, "subName"),

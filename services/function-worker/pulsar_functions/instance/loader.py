@@ -73,6 +73,13 @@ def load(path: pathlib.Path | None, class_name: str) -> Invoke:
     return _invoker(target, class_name)
 
 
+def find(path: pathlib.Path | None, class_name: str) -> Any:
+    """What class_name names in the code at path, once load() made it importable (a schema's
+    record class, say); a bare name is looked up in the .py file's own module."""
+    default_module = path.stem if path is not None and path.suffix not in (".zip", ".whl") else None
+    return _resolve(class_name, default_module)
+
+
 def _resolve(class_name: str, default_module: str | None) -> Any:
     module_name, _, attribute = class_name.rpartition(".")
     if not module_name:

@@ -18,6 +18,7 @@ import pathlib
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pulsar
@@ -29,6 +30,7 @@ from pulsar_functions.instance import (
     loader,
     log_topic,
     metrics,
+    schemas,
     secrets,
     serde,
     sink,
@@ -74,10 +76,20 @@ class FunctionInstance:
     def start(self) -> None:
         """Load the code, open producers and consumers (messages flow once this returns)."""
         function, options = self.function, self.options
-        invoke = loader.load(loader.code_path(function, options.work_dir), function.class_name)
+        code = loader.code_path(function, options.work_dir)
+        invoke = loader.load(code, function.class_name)
         self._invoke = invoke
-        self._output_serde = serde.resolve(function.output_serde_class_name,
-                                           function.output_schema_type)
+
+        def load(name: str) -> Any:
+            return loader.find(code, name)
+
+        output_schema = schemas.resolve(function.output_schema_type,
+                                        function.output_type_class_name, load)
+        # With a schema the producer encodes the function's objects itself.
+        self._encode: Callable[[Any], Any] = (
+            (lambda result: result) if output_schema is not None
+            else serde.resolve(function.output_serde_class_name,
+                               function.output_schema_type).serialize)
         self._client = pulsar.Client(options.service_url, operation_timeout_seconds=30,
                                      logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn),
                                      **options.client.pulsar_client_arguments())
@@ -89,9 +101,10 @@ class FunctionInstance:
             secrets.provider(options.secrets_provider, function.secrets, options.secrets_dir),
             self.stats, self._publisher, self._open_state, self._ack_by_function)
         if function.output:
-            self._sink = sink.OutputSink(self._client, function)
+            self._sink = sink.OutputSink(self._client, function, output_schema)
             self._sink.open()
-        self._source = source.InputSource(self._client, function, options.negative_ack_delay_ms)
+        self._source = source.InputSource(self._client, function, options.negative_ack_delay_ms,
+                                          load)
         self._source.open()
         self.stats.running = True
         log.info("function %s instance %d started (%s, %s subscription %s)", function.fqfn,
@@ -134,7 +147,7 @@ class FunctionInstance:
             consumer.acknowledge(message)
         started = time.monotonic()
         try:
-            value = received.serde.deserialize(message.data())
+            value = received.decode(message)
             self._context.set_message(message)
             result = self._invoke(value, self._context)
         except Exception as exc:  # noqa: BLE001 (any error of the user's code)
@@ -148,13 +161,18 @@ class FunctionInstance:
             self._after_output(consumer, message, ok=True)
             return
         try:
-            payload = self._output_serde.serialize(result)
-        except Exception as exc:  # noqa: BLE001
+            payload = self._encode(result)
+        except Exception as exc:  # noqa: BLE001 (a serde, possibly the user's, that failed)
             self.stats.on_user_exception(exc)
             consumer.negative_acknowledge(message)
             return
-        self._sink.send(payload, message,
-                        lambda ok: self._after_output(consumer, message, ok))
+        try:
+            self._sink.send(payload, message,
+                            lambda ok: self._after_output(consumer, message, ok))
+        except (TypeError, ValueError) as exc:
+            # A return value the output's schema cannot encode (the producer encodes).
+            self.stats.on_user_exception(exc)
+            consumer.negative_acknowledge(message)
 
     def _after_output(self, consumer: Any, message: Any, ok: bool) -> None:
         if ok:

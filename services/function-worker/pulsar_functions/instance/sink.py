@@ -28,9 +28,13 @@ SendDone = Callable[[bool], None]
 
 
 class OutputSink:
-    def __init__(self, client: pulsar.Client, function: config.FunctionConfig) -> None:
+    def __init__(self, client: pulsar.Client, function: config.FunctionConfig,
+                 schema: Any | None = None) -> None:
+        """schema: the output's pulsar.schema.Schema (outputs are then its objects), or None
+        for bytes."""
         assert function.output is not None
         self._client = client
+        self._schema_option: dict[str, Any] = {} if schema is None else {"schema": schema}
         self._function = function
         self._output = function.output
         self._deduplicated = guarantees.deduplicates_output(function)
@@ -41,7 +45,8 @@ class OutputSink:
         if not self._deduplicated:
             self._producers[""] = self._client.create_producer(
                 self._output, batching_enabled=True, batching_max_publish_delay_ms=10,
-                max_pending_messages=PENDING_SENDS_MAX, block_if_queue_full=True)
+                max_pending_messages=PENDING_SENDS_MAX, block_if_queue_full=True,
+                **self._schema_option)
 
     def _producer_for(self, input_topic: str) -> Any:
         if not self._deduplicated:
@@ -54,12 +59,15 @@ class OutputSink:
                     self._output,
                     producer_name=guarantees.output_producer_name(self._function, input_topic),
                     batching_enabled=False, send_timeout_millis=0,
-                    max_pending_messages=PENDING_SENDS_MAX, block_if_queue_full=True)
+                    max_pending_messages=PENDING_SENDS_MAX, block_if_queue_full=True,
+                    **self._schema_option)
                 self._producers[input_topic] = producer
             return producer
 
-    def send(self, payload: bytes, source: Any, done: SendDone) -> None:
-        """Send payload as the output of input message source; done(ok) once the broker answers."""
+    def send(self, payload: Any, source: Any, done: SendDone) -> None:
+        """Send payload (bytes, or an object of the output's schema) as the output of input
+        message source; done(ok) once the broker answers. The schema's TypeError or ValueError
+        for an object it cannot encode comes out of here."""
         message_id = source.message_id()
         properties = dict(source.properties())
         properties[INPUT_TOPIC_PROPERTY] = source.topic_name()
