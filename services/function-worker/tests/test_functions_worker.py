@@ -1,5 +1,6 @@
 """`pulsar functions-worker` processes on one etcd and a real standalone: Apache's REST API,
-instances run and restarted as processes, and instances moved off a worker that dies."""
+instances run and restarted as processes, instances moved off a worker that dies, and a
+function's state topic compacted by the brokers at the threshold the worker set."""
 
 from __future__ import annotations
 
@@ -190,3 +191,51 @@ def test_instances_of_a_dead_worker_move_to_the_live_one(
     for i in range(6):
         producer.send(f"m{i}".encode())
     assert len(receive_all(out, 6)) == 6
+
+
+def test_the_brokers_compact_a_function_s_state_topic_at_the_threshold_the_worker_set(
+    tmp_path: pathlib.Path, etcd: EtcdServer,
+) -> None:
+    standalone = broker_testing.StandaloneProcess(tmp_path / "data", {
+        "journalSyncData": "false", "brokerServiceCompactionMonitorIntervalInSeconds": "1"})
+    standalone.extra_arguments = ["--no-functions-worker"]
+    worker = testing.WorkerProcess(tmp_path / "worker", f"{etcd.url}/compacting-{uuid.uuid4().hex[:8]}",
+                                   "", "")
+    standalone.start()
+    client = None
+    try:
+        worker.overrides.update(pulsarServiceUrl=standalone.service_url,
+                                pulsarWebServiceUrl=standalone.web_url,
+                                functionStateCompactionThresholdBytes="1000")
+        worker.start()
+        source, sink = "persistent://public/default/counted-in", "persistent://public/default/counted-out"
+        create(worker, "counted", {"className": "exclaim.Exclaim", "inputs": [source], "output": sink})
+        base = "/admin/v3/functions/public/default/counted"
+        wait_for(lambda: status_of(worker, "counted")["numRunning"] == 1, 60, "the instance runs")
+        client = pulsar.Client(standalone.service_url)
+        out = client.subscribe(sink, "check")
+        producer = client.create_producer(source, batching_enabled=False)
+        for i in range(200):
+            producer.send(f"m{i}".encode())
+        receive_all(out, 200)
+        state_topic = "persistent://public/default/__function-state-counted"
+        compaction = f"{standalone.web_url}/admin/v2/persistent/public/default/__function-state-counted/compaction"
+
+        def compacted() -> bool:
+            status, body = http("GET", compaction)
+            return status == 200 and json.loads(body)["status"] == "SUCCESS"
+
+        wait_for(compacted, 60, "the brokers compacted the state topic on their own")
+        reader = client.create_reader(state_topic, pulsar.MessageId.earliest, is_read_compacted=True)
+        kept = 0
+        while reader.has_message_available():
+            reader.read_next(timeout_millis=10_000)
+            kept += 1
+        print(f"{kept} of 200 state updates read from the compacted view")
+        assert kept < 20, f"{kept} of 200 state updates read from the compacted view"
+        assert worker.json("GET", f"{base}/state/seen")["numberValue"] == 200
+    finally:
+        if client is not None:
+            client.close()
+        worker.stop()
+        standalone.stop()
