@@ -8,7 +8,7 @@ brokers and their client workloads are those of bench.broker_vs_lite
 (servers in broker_servers.py, one client process per workload in
 broker_workloads.py); rounds alternate between the brokers and each figure is
 the best round. The disk is measured in the same data directory in every
-round: the p50 of a 4 KiB append + fdatasync, and the bandwidth of sequential
+round: the p50 and p99 of a 4 KiB append + fdatasync, and the bandwidth of sequential
 1 MiB writes each followed by fdatasync (the best a journal on it can do); the
 table shows their medians over the run.
 
@@ -116,6 +116,7 @@ CPU_ROWS = (
 )
 DISK_ROWS = (
     ("disk: 4 KiB append + fdatasync p50 ms", "fsync_p50_ms", False),
+    ("disk: 4 KiB append + fdatasync p99 ms", "fsync_p99_ms", False),
     ("disk: sequential write MB/s (1 MiB + fdatasync)", "seq_write_mb_per_s", True),
 )
 
@@ -125,8 +126,8 @@ def load_average() -> str:
     return f"{one:.2f} {five:.2f} {fifteen:.2f}"
 
 
-def disk_fsync_p50_ms(directory: pathlib.Path) -> float:
-    """The median time of a 4 KiB append followed by fdatasync, in `directory`."""
+def disk_fsync_ms(directory: pathlib.Path) -> tuple[float, float]:
+    """p50 and p99 of the time of a 4 KiB append followed by fdatasync, in `directory`."""
     path = directory / "disk-fsync-probe"
     block = os.urandom(DISK_FSYNC_BLOCK_BYTES)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
@@ -141,12 +142,14 @@ def disk_fsync_p50_ms(directory: pathlib.Path) -> float:
         os.close(fd)
         path.unlink()
     times.sort()
-    return times[len(times) // 2]
+    return times[len(times) // 2], times[len(times) * 99 // 100]
 
 
 def measure_disk(directory: pathlib.Path) -> Figures:
+    p50, p99 = disk_fsync_ms(directory)
     return {
-        "fsync_p50_ms": disk_fsync_p50_ms(directory),
+        "fsync_p50_ms": p50,
+        "fsync_p99_ms": p99,
         "seq_write_mb_per_s": bookie_engine.disk_fdatasync_bandwidth(
             directory, DISK_BANDWIDTH_SECONDS),
     }
@@ -266,7 +269,8 @@ def measure(brokers: dict[str, broker_servers.Broker], base: pathlib.Path, secon
                 continue
             disk_rounds.append(measure_disk(base))
             log(f"  round {index + 1}/{rounds}: {name} (load average {load_average()};"
-                f" disk fsync p50 {disk_rounds[-1]['fsync_p50_ms']:.3f} ms,"
+                f" disk fsync p50 {disk_rounds[-1]['fsync_p50_ms']:.3f}"
+                f" p99 {disk_rounds[-1]['fsync_p99_ms']:.3f} ms,"
                 f" {disk_rounds[-1]['seq_write_mb_per_s']:.0f} MB/s)")
             try:
                 every[name].append(_workloads(brokers[name], seconds, log, _nothing))
