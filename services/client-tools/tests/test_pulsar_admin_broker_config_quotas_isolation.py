@@ -117,8 +117,8 @@ def test_topic_rate_policies_and_stats_flags(admin: Admin, client: pulsar.Client
     admin.ok("topics", "create-subscription", topic, "-s", "sub")
     producer = client.create_producer(topic)
     producer.send(b"hello")
-    stats = json.loads(admin.ok("topics", "stats", topic, "-etb", "-sbs", "false"))
-    assert stats["subscriptions"]["sub"]["backlogSize"] == -1
+    stats = json.loads(admin.ok("topics", "stats", topic, "-etb", "-sbs", "false", "-ep"))
+    assert stats["subscriptions"]["sub"]["backlogSize"] == -1 and stats["publishers"] == []
     assert stats["subscriptions"]["sub"]["earliestMsgPublishTimeInBacklog"] > 0
     partitioned = f"persistent://public/default/cli-pstats-{unique}"
     admin.ok("topics", "create-partitioned-topic", partitioned, "-p", "2")

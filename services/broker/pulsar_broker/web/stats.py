@@ -87,6 +87,9 @@ class StatsOptions:
     #: getEarliestTimeInBacklog: publish time of each subscription's oldest unacknowledged
     #: message (earliestMsgPublishTimeInBacklog) and the topic's oldest of those.
     earliest_time_in_backlog: bool = False
+    #: excludePublishers / excludeConsumers: leave those lists empty.
+    exclude_publishers: bool = False
+    exclude_consumers: bool = False
 
     @classmethod
     def of(cls, request: web.Request) -> StatsOptions:
@@ -94,14 +97,27 @@ class StatsOptions:
             precise_backlog=rest.query_flag(request, "getPreciseBacklog"),
             subscription_backlog_size=rest.query_flag(request, "subscriptionBacklogSize",
                                                       default=True),
-            earliest_time_in_backlog=rest.query_flag(request, "getEarliestTimeInBacklog"))
+            earliest_time_in_backlog=rest.query_flag(request, "getEarliestTimeInBacklog"),
+            exclude_publishers=rest.query_flag(request, "excludePublishers"),
+            exclude_consumers=rest.query_flag(request, "excludeConsumers"))
 
     def query(self) -> str:
         """These options as the query string of a partition's /stats on its broker."""
         return "?" + urllib.parse.urlencode({
             "getPreciseBacklog": str(self.precise_backlog).lower(),
             "subscriptionBacklogSize": str(self.subscription_backlog_size).lower(),
-            "getEarliestTimeInBacklog": str(self.earliest_time_in_backlog).lower()})
+            "getEarliestTimeInBacklog": str(self.earliest_time_in_backlog).lower(),
+            "excludePublishers": str(self.exclude_publishers).lower(),
+            "excludeConsumers": str(self.exclude_consumers).lower()})
+
+
+def apply_exclusions(result: dict[str, Any], options: StatsOptions) -> None:
+    """excludePublishers / excludeConsumers: empty lists where Apache leaves them empty."""
+    if options.exclude_publishers:
+        result["publishers"] = []
+    if options.exclude_consumers:
+        for sub in result.get("subscriptions", {}).values():
+            sub["consumers"] = []
 
 
 async def add_backlog_details(topic: PersistentTopic, result: dict[str, Any],
@@ -123,6 +139,7 @@ async def add_backlog_details(topic: PersistentTopic, result: dict[str, Any],
                 earliest.append(sub["earliestMsgPublishTimeInBacklog"])
     if options.earliest_time_in_backlog:
         result["earliestMsgPublishTimeInBacklogs"] = min(earliest, default=0)
+    apply_exclusions(result, options)
 
 
 async def _oldest_publish_time(topic: PersistentTopic, cursor: Any) -> int:

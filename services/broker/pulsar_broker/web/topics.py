@@ -147,8 +147,10 @@ async def topic_stats(request: web.Request) -> web.Response:
     service = rest.service(request)
     name = rest.topic_name(request)
     if not name.persistent:
-        return rest.ok_json(stats.topic_stats(await topic_access.non_persistent(service, name),
-                                              request.app[rates.TRACKER_KEY], service.broker_id))
+        result = stats.topic_stats(await topic_access.non_persistent(service, name),
+                                   request.app[rates.TRACKER_KEY], service.broker_id)
+        stats.apply_exclusions(result, stats.StatsOptions.of(request))
+        return rest.ok_json(result)
     topic = await topic_access.existing(service, name)
     result = stats.topic_stats(topic, request.app[rates.TRACKER_KEY], service.broker_id)
     await stats.add_backlog_details(topic, result, stats.StatsOptions.of(request))
@@ -163,15 +165,15 @@ async def partitioned_stats(request: web.Request) -> web.Response:
     if count == 0:
         raise errors.NotFoundError("Partitioned Topic not found")
     per_partition = rest.query_flag(request, "perPartition", default=True)
+    options = stats.StatsOptions.of(request)
+    tracker = request.app[rates.TRACKER_KEY]
     if not name.persistent:
         loaded = [service.non_persistent.get(name.partition(i)) for i in range(count)]
-        tracker = request.app[rates.TRACKER_KEY]
-        return rest.ok_json(stats.partitioned_stats(
-            count, {str(t.name): stats.topic_stats(t, tracker) for t in loaded if t is not None},
-            per_partition))
+        each = {str(t.name): stats.topic_stats(t, tracker) for t in loaded if t is not None}
+        for part in each.values():
+            stats.apply_exclusions(part, options)
+        return rest.ok_json(stats.partitioned_stats(count, each, per_partition))
     parts = await topic_access.fan_out(service, name)
-    tracker = request.app[rates.TRACKER_KEY]
-    options = stats.StatsOptions.of(request)
     each = {}
     for topic in parts.local:
         each[str(topic.name)] = stats.topic_stats(topic, tracker)

@@ -1,5 +1,6 @@
-"""Apache's stats query parameters: subscriptionBacklogSize, getEarliestTimeInBacklog and
-getPreciseBacklog, on a topic and summed over a partitioned topic's partitions."""
+"""Apache's stats query parameters: subscriptionBacklogSize, getEarliestTimeInBacklog,
+getPreciseBacklog, excludePublishers and excludeConsumers, on a topic and summed over a
+partitioned topic's partitions."""
 
 from __future__ import annotations
 
@@ -70,3 +71,16 @@ def test_partitioned_stats_keep_the_oldest_publish_time_and_list_partitions_on_r
     assert sorted(per_partition) == [f"{topic}-partition-{i}" for i in range(2)]
     assert all(p["subscriptions"]["s"]["backlogSize"] == -1 for p in per_partition.values())
     producer.close()
+
+
+def test_publishers_and_consumers_can_be_left_out(http: Http, client: pulsar.Client,
+                                                  topic: str) -> None:
+    consumer = client.subscribe(topic, "s")
+    producer = client.create_producer(topic)
+    full = http.get(f"{_path(topic)}/stats").json()
+    assert len(full["publishers"]) == 1 and len(full["subscriptions"]["s"]["consumers"]) == 1
+    lean = http.get(f"{_path(topic)}/stats?excludePublishers=true&excludeConsumers=true").json()
+    assert lean["publishers"] == [] and lean["subscriptions"]["s"]["consumers"] == []
+    assert lean["subscriptions"]["s"]["msgBacklog"] == full["subscriptions"]["s"]["msgBacklog"]
+    producer.close()
+    consumer.close()

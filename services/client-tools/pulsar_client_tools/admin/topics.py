@@ -86,7 +86,9 @@ def _stats_query(args: argparse.Namespace) -> dict[str, str]:
     """Apache's GetStatsOptions flags as the REST query parameters."""
     return {"getPreciseBacklog": _text(args.get_precise_backlog),
             "subscriptionBacklogSize": _text(args.get_subscription_backlog_size),
-            "getEarliestTimeInBacklog": _text(args.get_earliest_time_in_backlog)}
+            "getEarliestTimeInBacklog": _text(args.get_earliest_time_in_backlog),
+            "excludePublishers": _text(args.exclude_publishers),
+            "excludeConsumers": _text(args.exclude_consumers)}
 
 
 def _text(flag: bool) -> str:
@@ -100,13 +102,16 @@ def _boolean(text: str) -> bool:
 
 
 def _stats_flags(parser: argparse.ArgumentParser) -> None:
-    """-gpb, -sbs and -etb as Apache's pulsar-admin takes them (a bare flag means true)."""
+    """-gpb, -sbs, -etb, -ep and -ec as Apache's pulsar-admin takes them (a bare flag means
+    true)."""
     for short, long, default, help_text in (
             ("-gpb", "--get-precise-backlog", False, "count the backlog precisely"),
             ("-sbs", "--get-subscription-backlog-size", True,
              "each subscription's backlogSize (false: -1)"),
             ("-etb", "--get-earliest-time-in-backlog", False,
-             "the publish time of the oldest message in each backlog")):
+             "the publish time of the oldest message in each backlog"),
+            ("-ep", "--exclude-publishers", False, "leave the publishers out"),
+            ("-ec", "--exclude-consumers", False, "leave the consumers out")):
         parser.add_argument(short, long, nargs="?", const=True, default=default, type=_boolean,
                             metavar="true|false", help=f"{help_text} (default {_text(default)})")
 
