@@ -230,8 +230,10 @@ def _worktree(rev: str | None, base: pathlib.Path) -> Iterator[pathlib.Path | No
         yield None
         return
     path = base / "compare-tree"
-    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(path), rev],
-                   check=True, capture_output=True, text=True)
+    added = subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(path), rev],
+                           check=False, capture_output=True, text=True)
+    if added.returncode != 0:
+        raise SystemExit(f"--compare {rev}: git worktree add failed: {added.stderr.strip()}")
     try:
         yield path
     finally:
