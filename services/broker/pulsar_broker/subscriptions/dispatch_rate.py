@@ -29,10 +29,22 @@ class DispatchRate:
     messages: int = -1
     bytes: int = -1
     period_s: int = 1
+    #: relativeToPublishRate: the limits are added to the topic's current publish rate.
+    relative_to_publish_rate: bool = False
 
     @property
     def limited(self) -> bool:
         return self.messages > 0 or self.bytes > 0
+
+    def plus_publish_rate(self, messages_per_s: float, bytes_per_s: float) -> DispatchRate:
+        """The rate in force for a relative rate, given the topic's publish rate."""
+        if not self.relative_to_publish_rate:
+            return self
+        return dataclasses.replace(
+            self,
+            messages=self.messages + int(messages_per_s * self.period_s) if self.messages > 0
+            else self.messages,
+            bytes=self.bytes + int(bytes_per_s * self.period_s) if self.bytes > 0 else self.bytes)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,6 +89,13 @@ class _Bucket:
         self.tokens = self.capacity
         self._updated_s = now_s
 
+    def retune(self, rate: int, period_s: int, now_s: float) -> None:
+        """A new rate, keeping what the bucket holds (at most the new capacity)."""
+        self.refill(now_s)
+        self.capacity = float(rate)
+        self.per_s = rate / max(period_s, 1)
+        self.tokens = min(self.tokens, self.capacity)
+
     def refill(self, now_s: float) -> None:
         elapsed = max(0.0, now_s - self._updated_s)
         self._updated_s = max(self._updated_s, now_s)
@@ -95,6 +114,19 @@ class DispatchRateLimiter:
         self._messages = (_Bucket(rate.messages, rate.period_s, now_s)
                           if rate.messages > 0 else None)
         self._bytes = _Bucket(rate.bytes, rate.period_s, now_s) if rate.bytes > 0 else None
+
+    def retune(self, rate: DispatchRate, now_s: float) -> bool:
+        """Take a new rate limiting the same dimensions without refilling; False when the
+        dimensions differ (the caller builds a new limiter)."""
+        if (self._messages is None) != (rate.messages <= 0) or \
+                (self._bytes is None) != (rate.bytes <= 0):
+            return False
+        if self._messages is not None:
+            self._messages.retune(rate.messages, rate.period_s, now_s)
+        if self._bytes is not None:
+            self._bytes.retune(rate.bytes, rate.period_s, now_s)
+        self.rate = rate
+        return True
 
     def _buckets(self) -> list[_Bucket]:
         return [b for b in (self._messages, self._bytes) if b is not None]
@@ -122,18 +154,19 @@ class DispatchRateLimiter:
 
 
 class RateSlot:
-    """A limiter that follows a rate read at each use: rebuilt (full) when the rate changes,
-    gone while the rate is unlimited."""
+    """A limiter that follows a rate read at each use: a new (full) one when the limited
+    dimensions change, the same one retuned when only the numbers do (a relative rate moves
+    with the publish rate), none while the rate is unlimited."""
 
-    def __init__(self, rate: Callable[[], DispatchRate]) -> None:
+    def __init__(self, rate: Callable[[float], DispatchRate]) -> None:
         self._rate = rate
         self._limiter: DispatchRateLimiter | None = None
 
     def limiter(self, now_s: float) -> DispatchRateLimiter | None:
-        rate = self._rate()
+        rate = self._rate(now_s)
         if not rate.limited:
             self._limiter = None
-        elif self._limiter is None or self._limiter.rate != rate:
+        elif self._limiter is None or self._limiter.rate != rate and not self._limiter.retune(rate, now_s):
             self._limiter = DispatchRateLimiter(rate, now_s)
         return self._limiter
 

@@ -89,7 +89,9 @@ class PersistentTopic:
         self.policies = policies.TopicPolicies()
         self._publish_limiter: publish_rate.PublishRateLimiter | None = None
         #: The topic's dispatch rate, shared by the throttles of all its subscriptions.
-        self._dispatch_slot = dispatch_rate.RateSlot(lambda: self.policies.dispatch_rate)
+        self._publish_meter = publish_rate.PublishMeter()
+        self._dispatch_slot = dispatch_rate.RateSlot(
+            lambda now_s: self._dispatch_rate_now(self.policies.dispatch_rate, now_s))
         self._subscribe_limiter: subscribe_rate.SubscribeRateLimiter | None = None
         stored = ledger.properties.get(producer_access.EPOCH_PROPERTY)
         self.access = producer_access.ProducerAccess(None if stored is None else int(stored))
@@ -331,7 +333,16 @@ class PersistentTopic:
         """A new subscription's throttle: the topic's dispatch rate and one of its own."""
         return dispatch_rate.DispatchThrottle([
             self._dispatch_slot,
-            dispatch_rate.RateSlot(lambda: self.policies.subscription_dispatch_rate)])
+            dispatch_rate.RateSlot(lambda now_s: self._dispatch_rate_now(
+                self.policies.subscription_dispatch_rate, now_s))])
+
+    def _dispatch_rate_now(self, rate: dispatch_rate.DispatchRate,
+                           now_s: float) -> dispatch_rate.DispatchRate:
+        """The rate in force: a relativeToPublishRate one adds the topic's publish rate."""
+        if not rate.relative_to_publish_rate:
+            return rate
+        return rate.plus_publish_rate(*self._publish_meter.update(self.msg_in, self.bytes_in,
+                                                                  now_s))
 
     def check_subscribe_rate(self, consumer: subscribe_rate.ConsumerIdentity,
                              now_s: float) -> None:

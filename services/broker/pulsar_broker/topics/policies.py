@@ -198,7 +198,8 @@ def _dispatch_rate(stored: Mapping[str, Any] | None, broker_default: DispatchRat
     stored = stored or {}
     rate = DispatchRate(int(stored.get("dispatchThrottlingRateInMsg", -1)),
                         int(stored.get("dispatchThrottlingRateInByte", -1)),
-                        int(stored.get("ratePeriodInSecond") or 1))
+                        int(stored.get("ratePeriodInSecond") or 1),
+                        bool(stored.get("relativeToPublishRate", False)))
     return rate if rate.limited else broker_default
 
 

@@ -1,4 +1,5 @@
-"""Publish rate limiting per topic (the namespace's publishRate, Apache's PublishRate).
+"""Publish rate limiting per topic (the namespace's publishRate, Apache's PublishRate), and
+the measured publish rate a relative dispatch rate adds to its limits.
 
 A token bucket per limited dimension (messages and bytes per second) that
 may go into debt: every SEND takes what it carries; when a bucket is below
@@ -63,3 +64,27 @@ class PublishRateLimiter:
             if self._bytes < 0:
                 pause_s = max(pause_s, -self._bytes / self.rate.bytes_per_s)
         return pause_s
+
+
+#: Seconds a measured publish rate averages over (and is refreshed after).
+METER_WINDOW_S = 1.0
+
+
+class PublishMeter:
+    """A topic's publish rate, from its running totals, refreshed once a window has passed."""
+
+    def __init__(self) -> None:
+        self._sample: tuple[float, int, int] | None = None
+        self.messages_per_s = 0.0
+        self.bytes_per_s = 0.0
+
+    def update(self, messages_total: int, bytes_total: int, now_s: float) -> tuple[float, float]:
+        """(messages, bytes) per second as of now_s, given the totals so far."""
+        if self._sample is None:
+            self._sample = (now_s, messages_total, bytes_total)
+        elapsed = now_s - self._sample[0]
+        if elapsed >= METER_WINDOW_S:
+            self.messages_per_s = max(0, messages_total - self._sample[1]) / elapsed
+            self.bytes_per_s = max(0, bytes_total - self._sample[2]) / elapsed
+            self._sample = (now_s, messages_total, bytes_total)
+        return self.messages_per_s, self.bytes_per_s

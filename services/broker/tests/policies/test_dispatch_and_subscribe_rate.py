@@ -11,6 +11,7 @@ from pulsar_broker.subscriptions.dispatch_rate import (
     Quota,
     RateSlot,
 )
+from pulsar_broker.topics.publish_rate import PublishMeter
 from pulsar_broker.topics.subscribe_rate import SubscribeRate, SubscribeRateLimiter
 
 
@@ -34,7 +35,7 @@ def drain(throttle: DispatchThrottle, seconds: float, entry_messages: int = 1,
 
 
 def fixed(rate: DispatchRate) -> RateSlot:
-    return RateSlot(lambda: rate)
+    return RateSlot(lambda _now_s: rate)
 
 
 @pytest.mark.parametrize("period_s", [1, 5])
@@ -97,15 +98,34 @@ def test_a_throttled_dispatcher_waits_until_a_token_is_back() -> None:
     assert throttle.wait_s(0.0) == RETRY_MIN_S  # never a busy loop
 
 
-def test_a_changed_rate_rebuilds_the_limiter() -> None:
+def test_a_changed_rate_retunes_the_limiter_and_changed_dimensions_replace_it() -> None:
     current = [DispatchRate(messages=10)]
-    slot = RateSlot(lambda: current[0])
+    slot = RateSlot(lambda _now_s: current[0])
     first = slot.limiter(0.0)
     assert first is not None and slot.limiter(1.0) is first
+    first.record(10, 0, 1.0)  # empty
     current[0] = DispatchRate(messages=20)
-    assert slot.limiter(2.0) is not first
+    assert slot.limiter(1.0) is first and first.quota(1.0).messages == 0  # no free refill
+    current[0] = DispatchRate(messages=20, bytes=1000)
+    second = slot.limiter(2.0)
+    assert second is not first and second is not None
     current[0] = DispatchRate()
     assert slot.limiter(3.0) is None
+
+
+def test_a_relative_rate_adds_the_publish_rate() -> None:
+    relative = DispatchRate(messages=100, bytes=-1, period_s=2, relative_to_publish_rate=True)
+    assert relative.plus_publish_rate(50.0, 999.0) == DispatchRate(
+        messages=200, bytes=-1, period_s=2, relative_to_publish_rate=True)
+    assert DispatchRate(messages=100).plus_publish_rate(50.0, 0.0) == DispatchRate(messages=100)
+
+
+def test_the_publish_meter_averages_over_a_window() -> None:
+    meter = PublishMeter()
+    assert meter.update(0, 0, now_s=0.0) == (0.0, 0.0)
+    assert meter.update(500, 5000, now_s=0.5) == (0.0, 0.0)  # within the first window
+    assert meter.update(1000, 10_000, now_s=1.0) == (1000.0, 10_000.0)
+    assert meter.update(1000, 10_000, now_s=3.0) == (0.0, 0.0)
 
 
 def test_a_quota_cuts_a_read_down_but_never_to_nothing() -> None:
