@@ -1,0 +1,155 @@
+"""e2e: a functions worker in a secured PulsarCluster, on the operator's live cluster.
+
+The cluster has spec.tls (a certificate for the brokers' Service name) and
+spec.auth (token authentication and authorization) and spec.functionsWorker;
+the test makes its Secrets as a user would (a token key, the operator's token,
+the certificate). `pulsar-admin functions create` with a superuser token
+through the brokers' Service reaches the worker pod; the worker's instance
+reaches the brokers over TLS with the operator's token (a mounted file) and
+transforms what a token client publishes; without a token the call is refused.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import pathlib
+import secrets
+import shutil
+import sys
+from collections.abc import AsyncIterator
+
+import pulsar_functions.examples.exclamation_function as example_function
+import pytest
+import pytest_asyncio
+from pulsar_common import testing_certs
+from pulsar_common.auth import token as auth_token
+from pulsar_operator import emulation
+from pulsar_operator.kubelet_emulation import api, harness
+from pulsar_operator.kubelet_emulation import live as live_env
+
+pytestmark = [
+    pytest.mark.asyncio(loop_scope="module"),
+    pytest.mark.slow,
+    pytest.mark.skipif(not shutil.which(emulation.KUBECTL), reason="kubectl is not installed"),
+    pytest.mark.skipif(not shutil.which("etcd"), reason="etcd is not installed"),
+    pytest.mark.skipif(harness.unavailable_reason() is not None, reason=str(harness.unavailable_reason())),
+]
+NS = "default"
+CLUSTER = "secure-mini"
+READY_TIMEOUT_S = 150.0
+WAIT_S = 90.0
+CLUSTERS = api.Resource("pulsar.pulsar-py.dev/v1alpha1", "pulsarclusters", "PulsarCluster")
+PULSAR_ADMIN = str(pathlib.Path(sys.executable).with_name("pulsar-admin"))
+TOKEN_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationToken"
+BROKERS = f"{CLUSTER}-broker.{NS}.svc"
+CLUSTER_YAML = f"""
+apiVersion: pulsar.pulsar-py.dev/v1alpha1
+kind: PulsarCluster
+metadata:
+  name: {CLUSTER}
+spec:
+  etcd: {{replicas: 1}}
+  bookkeeper: {{replicas: 2}}
+  broker: {{replicas: 1}}
+  proxy: {{enabled: false}}
+  functionsWorker: {{enabled: true}}
+  tls: {{secretName: secure-tls}}
+  auth:
+    enabled: true
+    tokenSecretKey: {{name: token-key}}
+    superUserRoles: [operator]
+    operatorToken: {{name: operator-token}}
+"""
+#: Publishes to the function's input and reads its output, authenticated with a token.
+THROUGH_FUNCTION = """
+import sys, pulsar
+url, token, source, sink = sys.argv[1:5]
+client = pulsar.Client(url, authentication=pulsar.AuthenticationToken(token), operation_timeout_seconds=45)
+consumer = client.subscribe(sink, "e2e-check", initial_position=pulsar.InitialPosition.Earliest)
+client.create_producer(source).send(b"secured")
+message = consumer.receive(timeout_millis=60000)
+client.close()
+print("THROUGH " + message.data().decode())
+"""
+
+
+def secret(name: str, data: dict[str, bytes]) -> str:
+    encoded = {key: base64.b64encode(value).decode() for key, value in data.items()}
+    return json.dumps({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name},
+                       "type": "Opaque", "data": encoded})
+
+
+class Secured(live_env.LiveCluster):
+    key: bytes = b""
+
+    def token(self, role: str) -> str:
+        return auth_token.create(self.key, role)
+
+    async def admin(self, *args: str, token: str | None = None) -> tuple[int, str]:
+        auth = [] if token is None else ["--auth-plugin", TOKEN_PLUGIN, "--auth-params", f"token:{token}"]
+        result = await self.cluster.run([PULSAR_ADMIN, "--admin-url", f"http://{BROKERS}:8080", *auth,
+                                         "functions", *args], timeout_s=90)
+        return result.returncode, result.stdout + result.stderr
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def live(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> AsyncIterator[Secured]:
+    failed_before = request.session.testsfailed
+    state = tmp_path_factory.mktemp("live-secured-functions")
+    async with live_env.running(state, NS, lambda: request.session.testsfailed > failed_before,
+                                6000) as running:
+        found = Secured(running.kubeconfig, running.api, running.cluster, running.operator, NS)
+        # A printable HMAC key: the kubelet harness writes Secret files as UTF-8 text (a
+        # random binary key, as `pulsar tokens create-secret-key` makes, fails in it).
+        found.key = secrets.token_hex(32).encode()
+        pki = testing_certs.make_pki(state / "certs", hosts=(BROKERS, "localhost", "127.0.0.1"))
+        await found.kubectl("apply", "--validate=false", "-f", str(emulation.CRD_DIR))
+        for name, data in (
+                ("token-key", {"secret.key": found.key}),
+                ("operator-token", {"token": found.token("operator").encode()}),
+                ("secure-tls", {"tls.crt": pki.server.cert.read_bytes(), "tls.key": pki.server.key.read_bytes(),
+                                "ca.crt": pki.trust_file.read_bytes()})):
+            await found.kubectl("apply", "--validate=false", "-f", "-", stdin=secret(name, data))
+        yield found
+
+
+def ready_with_worker(obj: dict[str, object]) -> bool:
+    status = obj.get("status") or {}
+    assert isinstance(status, dict)
+    ready = next((c for c in status.get("conditions") or [] if c["type"] == "Ready"), {})
+    worker = (status.get("components") or {}).get("functionsWorker") or {}
+    return ready.get("status") == "True" and worker.get("readyReplicas") == 1
+
+
+async def test_a_secured_cluster_with_a_functions_worker_becomes_ready(live: Secured) -> None:
+    await live.kubectl("apply", "--validate=false", "-f", "-", stdin=CLUSTER_YAML)
+    cluster = await live.wait(CLUSTERS, CLUSTER, ready_with_worker,
+                              "secured PulsarCluster Ready with its functions worker", READY_TIMEOUT_S)
+    assert cluster["status"]["metadataInitialized"] is True  # the operator's token and CA worked
+
+
+async def test_functions_created_with_a_token_run_and_reach_brokers_over_tls(live: Secured) -> None:
+    refused, output = await live.admin("list")
+    assert refused == 1 and ("401" in output or "uthenticat" in output), output
+    superuser = live.token("operator")
+    source, sink = "persistent://public/default/secure-in", "persistent://public/default/secure-out"
+    status, output = await live.admin("create", "--py", str(example_function.__file__),
+                                      "--classname", "exclamation_function.ExclamationFunction",
+                                      "--inputs", source, "--output", sink, "--name", "secured",
+                                      token=superuser)
+    assert status == 0 and "Created successfully" in output, output
+
+    async def running() -> bool:
+        code, text = await live.admin("status", "--name", "secured", token=superuser)
+        return code == 0 and json.loads(text).get("numRunning") == 1
+
+    await emulation.wait_for(running, WAIT_S, "the instance runs on the worker pod")
+    result = await live.cluster.run([sys.executable, "-c", THROUGH_FUNCTION, f"pulsar://{BROKERS}:6650",
+                                     superuser, source, sink], timeout_s=150)
+    assert "THROUGH secured!" in result.stdout, result.stdout[-3000:] + result.stderr[-3000:]
+    conf = await live.api.get(api.CONFIG_MAPS, NS, f"{CLUSTER}-functions-worker")
+    assert conf is not None
+    assert f"pulsarServiceUrl=pulsar+ssl://{BROKERS}:6651" in conf["data"]["functions_worker.conf"]
+    status, output = await live.admin("delete", "--name", "secured", token=superuser)
+    assert status == 0, output
