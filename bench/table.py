@@ -36,12 +36,9 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 
-from bench import bookie_engine, broker_profile, broker_servers, broker_vs_lite
+from bench import bookie_engine, broker_core, broker_profile, broker_servers, broker_vs_lite
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-#: Where a source tree keeps its packages (the repository's package-dir mapping).
-PACKAGE_DIRS = ("services/common", "services/bookie", "services/broker", "services/proxy",
-                "services/function-worker", "operator", "spark")
 #: High enough that the seconds, not the count, end the batched produce on a quiet machine.
 BATCHED_MAX_MESSAGES = 1_500_000
 LATENCY_MAX_SENDS = 3000
@@ -213,7 +210,7 @@ def _python_path(tree: pathlib.Path | None) -> Iterator[None]:
         yield
         return
     saved = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(str(tree / d) for d in PACKAGE_DIRS)
+    os.environ["PYTHONPATH"] = os.pathsep.join(str(tree / d) for d in broker_core.PACKAGE_DIRS)
     try:
         yield
     finally:
@@ -237,10 +234,9 @@ def _worktree(rev: str | None, base: pathlib.Path) -> Iterator[pathlib.Path | No
     try:
         yield path
     finally:
+        # Only this worktree: a `git worktree prune` would touch other people's entries.
         subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(path)],
                        check=False, capture_output=True)
-        subprocess.run(["git", "-C", str(REPO), "worktree", "prune"], check=False,
-                       capture_output=True)
 
 
 def _start(name: str, directory: pathlib.Path, tree: pathlib.Path | None,
