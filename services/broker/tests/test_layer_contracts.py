@@ -74,8 +74,6 @@ KNOWN_UPWARD_IMPORTS: dict[tuple[str, str], str] = {
     ("pulsar_broker.subscriptions.dispatcher", "pulsar_broker.topics.entry_info"):
         "parsing an entry's metadata (count, key, deliver-at) lives in topics/; it belongs "
         "beside the wire codec",
-    ("pulsar_broker.topics.persistent_topic", "pulsar_broker.web.hooks"):
-        "metrics go to the process-wide hook list instead of an injected port (issue 11)",
     ("pulsar_broker.loadbalance.report", "pulsar_broker.web.counters"):
         "load reports read the REST layer's rate counters",
     ("pulsar_broker.schema.protocol", "pulsar_broker.server.commands"):

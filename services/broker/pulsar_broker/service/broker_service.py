@@ -25,6 +25,7 @@ from pulsar_broker.namespace.ownership import BrokerUrls
 from pulsar_broker.namespace.service import NamespaceService
 from pulsar_broker.schema.registry import SchemaRegistry
 from pulsar_broker.security import guard as security_guard
+from pulsar_broker.topics import telemetry
 from pulsar_broker.topics.compaction import compactor
 from pulsar_broker.topics.non_persistent.registry import NonPersistentTopics
 from pulsar_broker.topics.non_persistent.topic import NonPersistentTopic
@@ -66,6 +67,8 @@ class BrokerService:
         #: Applies namespace policies (retention, persistence, TTL, backlog quotas) to topics.
         self.policies = PolicyEnforcer(config, ledger_factory.default_config, pulsar_resources,
                                        lambda: self.loaded_topics)
+        #: Handed to every topic loaded; whoever serves /metrics adds its recorder here.
+        self.telemetry = telemetry.Recorders()
 
     async def start(self) -> None:
         """Register as a live broker (bundles can be assigned to it from now on)."""
@@ -145,6 +148,7 @@ class BrokerService:
             self.config.subscription_redelivery_tracker_enabled,
             max_read_bytes=self.config.dispatcher_max_read_size_bytes,
             key_shared_replica_points=self.config.key_shared_replica_points,
+            recorder=self.telemetry,
             compaction=None if self.ledger_client is None else compactor.TopicCompaction(
                 str(name), ledger, self.ledger_client,
                 quorum=compactor.LedgerQuorum(ledger_config.ensemble_size,

@@ -31,11 +31,11 @@ from pulsar_broker.topics import (
     producer_access,
     publish_rate,
     subscribe_rate,
+    telemetry,
 )
 from pulsar_broker.topics.compaction import compactor
 from pulsar_broker.topics.compaction.compacted_cursor import CompactedCursor
 from pulsar_broker.topics.producer_access import AccessMode
-from pulsar_broker.web import hooks
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,8 @@ class PersistentTopic:
                  track_redeliveries: bool = True,
                  max_read_bytes: int = dispatch.MAX_READ_BYTES,
                  compaction: compactor.TopicCompaction | None = None,
-                 key_shared_replica_points: int = 0) -> None:
+                 key_shared_replica_points: int = 0,
+                 recorder: telemetry.TopicTelemetry = telemetry.NO_TELEMETRY) -> None:
         self.name = name
         self.ledger = ledger
         self.max_read_batch = max_read_batch
@@ -82,8 +83,12 @@ class PersistentTopic:
         self._producer_ids = itertools.count()
         self.msg_in = 0
         self.bytes_in = 0
+        #: Entries added since the topic was loaded (pulsar_storage_write_rate's counter).
+        self.entries_in = 0
         self.closed = False
         self._metric_name = str(name)
+        #: Told of every entry added (the add-entry latency and size statistics of /metrics).
+        self._recorder = recorder
         self.deduplication: deduplication.MessageDeduplication | None = None
         #: The namespace's policies as they apply here (kept current by the PolicyEnforcer).
         self.policies = policies.TopicPolicies()
@@ -229,11 +234,12 @@ class PersistentTopic:
     ) -> None:
         if added.cancelled() or added.exception() is not None:
             return
-        hooks.record_add_entry(self._metric_name, time.perf_counter() - started, size)
+        self._recorder.record_add_entry(self._metric_name, time.perf_counter() - started, size)
         producer.msg_in += num_messages
         producer.bytes_in += size
         self.msg_in += num_messages
         self.bytes_in += size
+        self.entries_in += 1
         for subscription in self.subscriptions.values():
             subscription.new_entries()
 

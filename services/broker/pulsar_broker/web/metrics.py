@@ -5,9 +5,10 @@ writes into a private prometheus_client registry (several brokers may live
 in one test process). Per-topic numbers are observable instruments read from
 the topics' own counters at scrape time, so publishing and dispatching cost
 nothing extra. The one exception is the add-entry statistics (write latency
-and entry size buckets), which need a sample per write: the publish path
-calls `pulsar_broker.web.hooks.record_add_entry(topic, seconds, size)`,
-which costs a bisect and a few additions (entry_stats.py).
+and entry size buckets), which need a sample per write: a BrokerMetrics is
+a `topics.telemetry.TopicTelemetry` recorder added to the broker service's
+recorders, which every topic calls once per entry added; a call costs a
+bisect and a few additions (entry_stats.py).
 
 Names and labels follow Apache's broker metrics (`pulsar_in_messages_total`,
 `pulsar_msg_backlog`, `pulsar_storage_backlog_size`,
@@ -35,7 +36,7 @@ from opentelemetry.sdk.resources import Resource
 
 from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.topics.persistent_topic import PersistentTopic
-from pulsar_broker.web import counters, entry_stats, hooks, rates
+from pulsar_broker.web import counters, entry_stats, rates
 
 #: Topics whose add-entry statistics are kept; statistics of unloaded topics are dropped at
 #: every scrape, and all of them past this many topics.
@@ -211,7 +212,8 @@ class BrokerMetrics:
         return [Observation(count, {**self._cluster_labels(), "namespace": namespace})
                 for namespace, count in self._topics_per_namespace.items()]
 
-    def observe_add_entry(self, topic: str, seconds: float, size_bytes: int) -> None:
+    def record_add_entry(self, topic: str, seconds: float, size_bytes: int) -> None:
+        """The broker's topics call this once per entry added (topics.telemetry)."""
         stats = self._entry_stats.get(topic)
         if stats is None:
             if len(self._entry_stats) >= ENTRY_STATS_TOPICS_MAX:
@@ -283,14 +285,14 @@ class BrokerMetrics:
             self._samples = []
 
     def shutdown(self) -> None:
-        hooks.remove_add_entry_recorder(self.observe_add_entry)
+        self.service.telemetry.remove(self)
         self._provider.shutdown()
 
 
 def install(app: web.Application, service: BrokerService) -> None:
     """Give app its own metrics and the `/metrics` route (after rates.install)."""
     metrics = BrokerMetrics(service, app[rates.TRACKER_KEY])
-    hooks.add_add_entry_recorder(metrics.observe_add_entry)
+    service.telemetry.add(metrics)
     app[METRICS_KEY] = metrics
 
     async def scrape(request: web.Request) -> web.Response:

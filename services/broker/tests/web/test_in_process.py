@@ -13,7 +13,7 @@ from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 from pulsar_broker import standalone as standalone_module
 from pulsar_broker.web import app as web_app
-from pulsar_broker.web import hooks, rates, stats
+from pulsar_broker.web import rates, stats
 from pulsar_common import naming, testing
 
 
@@ -76,9 +76,10 @@ async def test_add_entry_hook_feeds_apaches_latency_and_size_buckets(
                            logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
     try:  # The statistics of a topic are kept while it is loaded.
         producer = await asyncio.to_thread(client.create_producer, topic)
-        hooks.record_add_entry(topic, 0.003, 100)
-        hooks.record_add_entry(topic, 0.3, 3000)
-        hooks.record_add_entry(topic, 2.0, 2_000_000)
+        recorders = running.service.telemetry
+        recorders.record_add_entry(topic, 0.003, 100)
+        recorders.record_add_entry(topic, 0.3, 3000)
+        recorders.record_add_entry(topic, 2.0, 2_000_000)
         url = f"{running.service.web_service_url}/metrics"
         async with aiohttp.ClientSession() as session, session.get(url) as response:
             text = await response.text()
@@ -102,12 +103,12 @@ async def test_add_entry_hook_feeds_apaches_latency_and_size_buckets(
 async def test_a_cleaned_up_app_no_longer_receives_latency_samples(
         running: standalone_module.Standalone) -> None:
     assert running.service is not None
-    live_before = hooks.add_entry_recorder_count()
+    live_before = len(running.service.telemetry)
     runner = web.AppRunner(web_app.create_app(running.service))
     await runner.setup()
-    assert hooks.add_entry_recorder_count() == live_before + 1
+    assert len(running.service.telemetry) == live_before + 1
     await runner.cleanup()
-    assert hooks.add_entry_recorder_count() == live_before
+    assert len(running.service.telemetry) == live_before
 
 
 async def test_rates_are_counter_deltas_over_the_sampling_interval(
