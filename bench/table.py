@@ -16,7 +16,8 @@ table shows their medians over the run.
 
 `--compare REV` runs our workloads on another git revision too (a temporary
 `git worktree`, its services on PYTHONPATH), alternating with this tree, and
-prints its figures beside ours. `--profile DIR` runs only this tree's broker,
+prints its figures beside ours; a directory instead of REV is used as the
+source tree as it is (e.g. a worktree with an experiment not committed). `--profile DIR` runs only this tree's broker,
 one round, each workload under py-spy, and prints where the broker's time goes
 (bench.broker_profile); the figures of a profiled round are not comparable.
 """
@@ -222,9 +223,13 @@ def _python_path(tree: pathlib.Path | None) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _worktree(rev: str | None, base: pathlib.Path) -> Iterator[pathlib.Path | None]:
-    """A detached `git worktree` of `rev` under `base`, removed afterwards."""
+    """A detached `git worktree` of `rev` under `base`, removed afterwards; a directory
+    given instead of a revision (a source tree with uncommitted work) is used as it is."""
     if rev is None:
         yield None
+        return
+    if pathlib.Path(rev).is_dir():
+        yield pathlib.Path(rev).resolve()
         return
     path = base / "compare-tree"
     added = subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(path), rev],
@@ -366,7 +371,8 @@ def run(argv: list[str]) -> None:
     parser.add_argument("--rounds", type=int, default=2,
                         help="rounds per broker; the best is shown (default 2)")
     parser.add_argument("--compare", metavar="REV", default=None,
-                        help="also run our workloads on this git revision, alternating")
+                        help="also run our workloads on this git revision (or source tree"
+                             " directory), alternating")
     parser.add_argument("--profile", metavar="DIR", default=None,
                         help="profile this tree's broker under each workload instead (py-spy)")
     parser.add_argument("--dir", default=None, help="where the temp data dirs go")
