@@ -12,7 +12,7 @@ import logging
 import aiohttp
 from aiohttp import web
 from prometheus_client import registry
-from pulsar_common import tls
+from pulsar_common import process_metrics, tls
 from pulsar_common.metadata import api as md
 from pulsar_common.metadata import etcd_tls
 from pulsar_common.metadata import factory as md_factory
@@ -106,6 +106,7 @@ class ProxyService:
                     reuse_address=True, ssl=ssl_context))
         metrics = registry.CollectorRegistry(auto_describe=True)
         metrics.register(stats.ProxyStatsCollector(self.stats))
+        process_metrics.register(metrics)
         self._web_runner = web.AppRunner(proxy_web.create_app(self, metrics), access_log=None)
         await self._web_runner.setup()
         # HTTPS first: a plain web port that answers means everything else is up.

@@ -13,7 +13,9 @@ import urllib.request
 from collections.abc import Callable
 
 import pulsar
+from prometheus_client.parser import text_string_to_metric_families
 from pulsar_broker import testing as broker_testing
+from pulsar_common import process_metrics
 from pulsar_common.wire import frame
 from pulsar_common.wire import pulsar_api_pb2 as pb
 
@@ -94,6 +96,13 @@ def test_proxy_metrics_count_connections_bytes_and_lookups(
         client.close()
     assert _metric(proxy, "pulsar_proxy_binary_bytes_total") >= before_bytes + 10_000
     assert _metric(proxy, "pulsar_proxy_lookup_requests_total") >= before_lookups + 1
+
+
+def test_proxy_metrics_include_the_process_series(proxy: broker_testing.ProxyProcess) -> None:
+    _, text = _get(proxy.web_url + "/metrics")
+    names = {s.name for f in text_string_to_metric_families(text) for s in f.samples}
+    assert set(process_metrics.PROCESS_SERIES) <= names
+    assert _metric(proxy, "process_resident_memory_bytes") > 0
 
 
 def test_garbage_closes_only_its_own_connection(proxy: broker_testing.ProxyProcess,

@@ -32,6 +32,7 @@ from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.resources import Resource
+from pulsar_common import process_metrics
 
 #: Request latency buckets in seconds (0.1 ms .. 10 s).
 LATENCY_BUCKETS_S = (
@@ -155,6 +156,7 @@ class BookieMetrics:
     def __init__(self, readings: Readings) -> None:
         self._readings = readings
         self.registry = prometheus_client.CollectorRegistry(auto_describe=False)
+        process_metrics.register(self.registry)
         self._reader = PrometheusMetricReader(
             disable_target_info=True, scope_info_enabled=False, registry=self.registry
         )

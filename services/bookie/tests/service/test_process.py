@@ -14,6 +14,7 @@ from pulsar_bookie import errors, types
 from pulsar_bookie.net import client
 from pulsar_bookie.net import errors as net_errors
 from pulsar_bookie.service import testing
+from pulsar_common import process_metrics
 
 KEY = b"process-key"
 L = types.LedgerId
@@ -102,6 +103,8 @@ async def test_http_endpoints_answer_and_sigterm_stops_cleanly(
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
                for f in text_string_to_metric_families(text.decode()) for s in f.samples}
     assert samples[("bookie_SERVER_STATUS", ())] == 1.0
+    # The process's own series, as the broker's /metrics has them.
+    assert set(process_metrics.PROCESS_SERIES) <= {name for name, _ in samples}
     assert samples[("bookkeeper_server_ADD_ENTRY_count", (("success", "true"),))] == 20.0
     assert samples[("bookkeeper_server_ADD_ENTRY_REQUEST_count", (("success", "true"),))] == 20.0
     median = samples[("bookkeeper_server_ADD_ENTRY_REQUEST",

@@ -33,6 +33,7 @@ from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.resources import Resource
+from pulsar_common import process_metrics
 
 from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.topics.persistent_topic import PersistentTopic
@@ -153,9 +154,7 @@ class BrokerMetrics:
         self.tracker = tracker
         self.topic_level = service.config.expose_topic_level_metrics_in_prometheus
         self.registry = prometheus_client.CollectorRegistry(auto_describe=False)
-        prometheus_client.ProcessCollector(registry=self.registry)
-        prometheus_client.PlatformCollector(registry=self.registry)
-        prometheus_client.GCCollector(registry=self.registry)
+        process_metrics.register(self.registry)
         self._reader = PrometheusMetricReader(
             disable_target_info=True, scope_info_enabled=False, registry=self.registry)
         self._provider = MeterProvider(
