@@ -7,6 +7,9 @@ the certificate). `pulsar-admin functions create` with a superuser token
 through the brokers' Service reaches the worker pod; the worker's instance
 reaches the brokers over TLS with the operator's token (a mounted file) and
 transforms what a token client publishes; without a token the call is refused.
+Then a function-mesh Function resource on the same cluster: its instance pod
+gets its own role's token from pulsar.authSecret and trusts the brokers by
+pulsar.tlsConfig's CA (both mounted Secrets) and connects over pulsar+ssl://.
 """
 
 from __future__ import annotations
@@ -86,11 +89,16 @@ class Secured(live_env.LiveCluster):
     def token(self, role: str) -> str:
         return auth_token.create(self.key, role)
 
-    async def admin(self, *args: str, token: str | None = None) -> tuple[int, str]:
+    async def admin(self, *args: str, token: str | None = None, group: str = "functions") -> tuple[int, str]:
         auth = [] if token is None else ["--auth-plugin", TOKEN_PLUGIN, "--auth-params", f"token:{token}"]
         result = await self.cluster.run([PULSAR_ADMIN, "--admin-url", f"http://{BROKERS}:8080", *auth,
-                                         "functions", *args], timeout_s=90)
+                                         group, *args], timeout_s=90)
         return result.returncode, result.stdout + result.stderr
+
+    async def through(self, token: str, source: str, sink: str) -> str:
+        result = await self.cluster.run([sys.executable, "-c", THROUGH_FUNCTION, f"pulsar://{BROKERS}:6650",
+                                         token, source, sink], timeout_s=150)
+        return result.stdout + result.stderr
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
@@ -103,7 +111,10 @@ async def live(tmp_path_factory: pytest.TempPathFactory, request: pytest.Fixture
         # A printable HMAC key: the kubelet harness writes Secret files as UTF-8 text (a
         # random binary key, as `pulsar tokens create-secret-key` makes, fails in it).
         found.key = secrets.token_hex(32).encode()
-        pki = testing_certs.make_pki(state / "certs", hosts=(BROKERS, "localhost", "127.0.0.1"))
+        # The brokers' Service and their pods' names (clients reach the owner of a topic by the
+        # address it advertises, its pod's DNS name), as a cert-manager Certificate would list.
+        pki = testing_certs.make_pki(state / "certs", hosts=(
+            BROKERS, f"*.{CLUSTER}-broker-headless.{NS}.svc", "localhost", "127.0.0.1"))
         await found.kubectl("apply", "--validate=false", "-f", str(emulation.CRD_DIR))
         for name, data in (
                 ("token-key", {"secret.key": found.key}),
@@ -145,11 +156,66 @@ async def test_functions_created_with_a_token_run_and_reach_brokers_over_tls(liv
         return code == 0 and json.loads(text).get("numRunning") == 1
 
     await emulation.wait_for(running, WAIT_S, "the instance runs on the worker pod")
-    result = await live.cluster.run([sys.executable, "-c", THROUGH_FUNCTION, f"pulsar://{BROKERS}:6650",
-                                     superuser, source, sink], timeout_s=150)
-    assert "THROUGH secured!" in result.stdout, result.stdout[-3000:] + result.stderr[-3000:]
+    output = await live.through(superuser, source, sink)
+    assert "THROUGH secured!" in output, output[-3000:]
     conf = await live.api.get(api.CONFIG_MAPS, NS, f"{CLUSTER}-functions-worker")
     assert conf is not None
     assert f"pulsarServiceUrl=pulsar+ssl://{BROKERS}:6651" in conf["data"]["functions_worker.conf"]
     status, output = await live.admin("delete", "--name", "secured", token=superuser)
     assert status == 0, output
+
+
+MESH_FUNCTIONS = api.Resource("compute.functionmesh.io/v1alpha1", "functions", "Function")
+FUNCTION_RESOURCE = f"""
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: secure-urls
+data:
+  webServiceURL: https://{BROKERS}:8443
+  brokerServiceURL: pulsar+ssl://{BROKERS}:6651
+---
+apiVersion: compute.functionmesh.io/v1alpha1
+kind: Function
+metadata:
+  name: secured-exclamation
+spec:
+  className: pulsar_functions.examples.exclamation_function.ExclamationFunction
+  replicas: 1
+  input:
+    topics: [persistent://public/default/cr-in]
+  output:
+    topic: persistent://public/default/cr-out
+  python: {{}}
+  pulsar:
+    pulsarConfig: secure-urls
+    authSecret: fn-auth
+    tlsConfig: {{enabled: true, certSecretName: secure-tls, certSecretKey: ca.crt, hostnameVerification: true}}
+"""
+
+
+async def test_a_function_resource_connects_with_its_mounted_token_and_ca(live: Secured) -> None:
+    superuser = live.token("operator")
+    status, output = await live.admin("grant-permission", "public/default", "--role", "fn-runner",
+                                      "--actions", "produce,consume", token=superuser, group="namespaces")
+    assert status == 0, output
+    runner_token = live.token("fn-runner")
+    await live.kubectl("apply", "--validate=false", "-f", "-", stdin=secret("fn-auth", {
+        "clientAuthenticationPlugin": TOKEN_PLUGIN.encode(),
+        "clientAuthenticationParameters": f"token:{runner_token}".encode()}))
+    await live.kubectl("apply", "--validate=false", "-f", "-", stdin=FUNCTION_RESOURCE)
+
+    def ready(obj: dict[str, object]) -> bool:
+        status = obj.get("status") or {}
+        assert isinstance(status, dict)
+        condition = next((c for c in status.get("conditions") or [] if c["type"] == "Ready"), {})
+        return condition.get("status") == "True" and status.get("readyReplicas") == 1
+
+    function = await live.wait(MESH_FUNCTIONS, "secured-exclamation", ready, "the Function's instance ready")
+    assert "ignoredFields" not in function["status"]
+    sts = await live.api.get(api.STATEFUL_SETS, NS, "secured-exclamation-function")
+    assert sts is not None
+    assert runner_token not in json.dumps(sts)  # only the Secret's name is in the pod template
+    output = await live.through(superuser, "persistent://public/default/cr-in",
+                                "persistent://public/default/cr-out")
+    assert "THROUGH secured!" in output, output[-3000:]
