@@ -23,14 +23,16 @@ from pulsar_functions import broker_client, config
 log = logging.getLogger(__name__)
 
 HTTP_TIMEOUT_S = 30.0
+#: The threshold call holds up the create's answer, so it gives up sooner.
+THRESHOLD_TIMEOUT_S = 10.0
 
 
-def admin_session(web_service_url: str,
-                  client: broker_client.BrokerClientSettings) -> aiohttp.ClientSession:
+def admin_session(web_service_url: str, client: broker_client.BrokerClientSettings,
+                  timeout_s: float = HTTP_TIMEOUT_S) -> aiohttp.ClientSession:
     """A session for the brokers' admin API, as the worker's broker client."""
     connector = (aiohttp.TCPConnector(ssl=client.http_ssl_context())
                  if web_service_url.startswith("https:") else None)
-    return aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=HTTP_TIMEOUT_S),
+    return aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s),
                                  connector=connector, headers=client.http_headers())
 
 
@@ -48,7 +50,7 @@ async def set_compaction_threshold(web_service_url: str, function: config.Functi
     """Set the compactionThreshold of function's state topic; whether the brokers took it."""
     url = topic_url(web_service_url, function.state_topic) + "/compactionThreshold"
     try:
-        async with admin_session(web_service_url, client) as session, \
+        async with admin_session(web_service_url, client, THRESHOLD_TIMEOUT_S) as session, \
                 session.post(url, json=threshold_bytes) as response:
             if response.status in (200, 204):
                 return True
