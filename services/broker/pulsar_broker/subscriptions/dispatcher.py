@@ -69,6 +69,9 @@ class Dispatcher(abc.ABC):
         self._task: asyncio.Task[None] | None = None
         #: Entries acknowledged without delivery because no client could read them.
         self.unreadable_entries_skipped = 0
+        #: Entries and bytes this dispatcher read from its cursor (the storage read rate).
+        self.entries_read = 0
+        self.bytes_read = 0
         #: The topic's and the subscription's dispatch rates (None: never limited); set by
         #: whoever creates the dispatcher for a subscription.
         self.throttle: dispatch_rate.DispatchThrottle | None = None
@@ -181,7 +184,13 @@ class Dispatcher(abc.ABC):
 
     async def _read(self, batch: int, max_bytes: int) -> list[ml.Entry]:
         """The next entries of the cursor for this subscription (at most batch)."""
-        return await self.cursor.read_entries(batch, max_bytes)
+        return self._counted(await self.cursor.read_entries(batch, max_bytes))
+
+    def _counted(self, entries: list[ml.Entry]) -> list[ml.Entry]:
+        """entries, counted as read from the managed ledger (the metrics' read rates)."""
+        self.entries_read += len(entries)
+        self.bytes_read += sum(len(entry.data) for entry in entries)
+        return entries
 
     def _resume_after(self, delay_s: float) -> None:
         """Over its dispatch rate: look again once the rate allows more."""

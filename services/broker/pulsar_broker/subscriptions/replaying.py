@@ -129,7 +129,7 @@ class ReplayingDispatcher(dispatcher.Dispatcher):
         positions = self._replay_batch(sorted(self.replay), batch)
         self.replay.difference_update(positions)
         wanted = [p for p in positions if not self.cursor.is_acknowledged(p)]
-        entries = await self.cursor.replay_entries(wanted) if wanted else []
+        entries = self._counted(await self.cursor.replay_entries(wanted)) if wanted else []
         items = await self._readable(entries)
         if generation != self._generation:
             return True

@@ -17,8 +17,16 @@ Names and labels follow Apache's broker metrics (`pulsar_in_messages_total`,
 labels. With `exposeTopicLevelMetricsInPrometheus=false` the same series are
 summed per namespace (labels `cluster`, `namespace`) and the subscription
 series are left out, as Apache does. `pulsar_topics_count` is always per
-namespace. The process's own `process_*` and `python_*` series come from
-prometheus_client's collectors (Apache's JVM exposes `jvm_*` instead).
+namespace. `pulsar_storage_write_rate` and `pulsar_storage_read_rate` are
+entries per second, from the rate tracker's samples (rates.py) of what
+topics add and dispatchers read. The managed-ledger series
+(`pulsar_ml_AddEntryMessagesRate`, `_AddEntryBytesRate`, `_ReadEntriesRate`,
+`_ReadEntriesBytesRate`, `_NumberOfMessagesInBacklog`,
+`_StoredMessagesSize`) are always per namespace, labelled as Apache does
+with the ledgers' prefix `<tenant>/<namespace>/persistent`, and served by a
+collector of their own because OpenTelemetry lower-cases instrument names.
+The process's own `process_*` and `python_*` series come from
+pulsar_common.process_metrics (Apache's JVM exposes `jvm_*` instead).
 """
 
 from __future__ import annotations
@@ -28,6 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import prometheus_client
+import prometheus_client.metrics_core
+import prometheus_client.registry
 from aiohttp import web
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.metrics import CallbackOptions, Observation
@@ -36,6 +46,7 @@ from opentelemetry.sdk.resources import Resource
 from pulsar_common import process_metrics
 
 from pulsar_broker.service.broker_service import BrokerService
+from pulsar_broker.topics import policies
 from pulsar_broker.topics.persistent_topic import PersistentTopic
 from pulsar_broker.web import counters, entry_stats, rates
 
@@ -77,6 +88,8 @@ class TopicSample:
     producers: int
     consumers: int
     delayed: int
+    #: storage_size times the write quorum: the bytes the bookies hold for the topic.
+    stored_size_with_replicas: int = 0
     rates: rates.Rates = field(default_factory=rates.Rates)
     entries: entry_stats.EntryStats = field(default_factory=entry_stats.EntryStats)
     subscription_samples: list[SubscriptionSample] = field(default_factory=list)
@@ -87,13 +100,9 @@ class TopicSample:
         """Fold other (a topic of the same namespace) into these sums."""
         for name in ("in_messages", "in_bytes", "out_messages", "out_bytes", "backlog",
                      "backlog_size", "storage_size", "subscriptions", "producers", "consumers",
-                     "delayed"):
+                     "delayed", "stored_size_with_replicas"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.rates = rates.Rates(
-            self.rates.msg_rate_in + other.rates.msg_rate_in,
-            self.rates.msg_throughput_in + other.rates.msg_throughput_in,
-            self.rates.msg_rate_out + other.rates.msg_rate_out,
-            self.rates.msg_throughput_out + other.rates.msg_throughput_out)
+        self.rates = self.rates + other.rates
         self.entries.add(other.entries)
 
 
@@ -111,8 +120,8 @@ TOPIC_COUNTERS: dict[str, tuple[str, _Read]] = {
 TOPIC_GAUGES: dict[str, tuple[str, _Read]] = {
     "pulsar_msg_backlog": ("Entries not yet acknowledged, over subscriptions",
                            lambda s: s.backlog),
-    "pulsar_storage_backlog_size": ("Estimated bytes the slowest subscription has not "
-                                    "acknowledged", lambda s: s.backlog_size),
+    "pulsar_storage_backlog_size": (
+        "Estimated bytes the slowest subscription has not acknowledged", lambda s: s.backlog_size),
     "pulsar_storage_size": ("Bytes stored for the topic", lambda s: s.storage_size),
     "pulsar_storage_offloaded_size": ("Bytes offloaded to tiered storage (none here)",
                                       lambda s: 0),
@@ -125,6 +134,25 @@ TOPIC_GAUGES: dict[str, tuple[str, _Read]] = {
     "pulsar_throughput_in": ("Bytes published per second", lambda s: s.rates.msg_throughput_in),
     "pulsar_throughput_out": ("Bytes dispatched per second",
                               lambda s: s.rates.msg_throughput_out),
+    "pulsar_storage_write_rate": ("Entries (message batches) written to storage per second",
+                                  lambda s: s.rates.entry_rate_in),
+    "pulsar_storage_read_rate": ("Entries (message batches) read from storage per second",
+                                 lambda s: s.rates.entry_rate_read),
+}
+#: Managed-ledger gauges, always per namespace; Apache's `namespace` label here names the
+#: ledgers' prefix, `<tenant>/<namespace>/persistent`.
+MANAGED_LEDGER_GAUGES: dict[str, tuple[str, _Read]] = {
+    "pulsar_ml_AddEntryMessagesRate": ("Entries added per second",
+                                       lambda s: s.rates.entry_rate_in),
+    "pulsar_ml_AddEntryBytesRate": ("Bytes of entries added per second",
+                                    lambda s: s.rates.msg_throughput_in),
+    "pulsar_ml_ReadEntriesRate": ("Entries read per second", lambda s: s.rates.entry_rate_read),
+    "pulsar_ml_ReadEntriesBytesRate": ("Bytes of entries read per second",
+                                       lambda s: s.rates.throughput_read),
+    "pulsar_ml_NumberOfMessagesInBacklog": ("Entries not yet acknowledged, over cursors",
+                                            lambda s: s.backlog),
+    "pulsar_ml_StoredMessagesSize": ("Bytes stored, counting every copy (size x write quorum)",
+                                     lambda s: s.stored_size_with_replicas),
 }
 #: Gauges per subscription (topic-level metrics only).
 SUBSCRIPTION_GAUGES: dict[str, tuple[str, _ReadSubscription]] = {
@@ -161,10 +189,13 @@ class BrokerMetrics:
             metric_readers=[self._reader],
             resource=Resource.create({"service.name": "pulsar-broker"}))
         self._samples: list[TopicSample] = []
+        self._ledger_samples: list[TopicSample] = []
         self._topics_per_namespace: dict[str, int] = {}
         self._out = counters.OutCounters()
         self._entry_stats: dict[str, entry_stats.EntryStats] = {}
         self._observe(self._provider.get_meter("pulsar_broker"))
+        # OpenTelemetry lower-cases instrument names; these keep Apache's mixed case.
+        self.registry.register(_ManagedLedgerCollector(self))
 
     def _observe(self, meter: Any) -> None:
         for name, (description, read) in TOPIC_COUNTERS.items():
@@ -200,6 +231,11 @@ class BrokerMetrics:
             return [Observation(read(sample), sample.labels) for sample in self._samples]
         return observe
 
+    @property
+    def ledger_samples(self) -> list[TopicSample]:
+        """The managed-ledger sums per namespace of the scrape in progress."""
+        return self._ledger_samples
+
     def _subscription_callback(self, read: _ReadSubscription
                                ) -> Callable[[CallbackOptions], Iterable[Observation]]:
         def observe(options: CallbackOptions) -> Iterable[Observation]:
@@ -233,11 +269,16 @@ class BrokerMetrics:
             out_messages=out_messages, out_bytes=out_bytes,
             backlog=sum(s.backlog for s in subscription_samples),
             backlog_size=topic.backlog_size(), storage_size=topic.ledger.total_size,
+            stored_size_with_replicas=topic.ledger.total_size * self._write_quorum(topic),
             subscriptions=len(subscriptions), producers=len(topic.producers),
             consumers=len(everyone), delayed=sum(s.delayed for s in subscription_samples),
             rates=self.tracker.topic_rates(name),
             entries=self._entry_stats.get(name) or entry_stats.EntryStats(),
             subscription_samples=subscription_samples)
+
+    def _write_quorum(self, topic: PersistentTopic) -> int:
+        default = self.service.ledger_factory.default_config
+        return policies.ledger_config(default, topic.policies).write_quorum
 
     def _sample_subscription(self, topic: str, subscription: Any) -> SubscriptionSample:
         consumers = list(subscription.consumers)
@@ -250,14 +291,15 @@ class BrokerMetrics:
                 c.blocked_on_unacked for c in consumers),
             rates=self.tracker.subscription_rates(topic, subscription.name))
 
-    def _by_namespace(self, samples: list[TopicSample]) -> list[TopicSample]:
+    def _by_namespace(self, samples: list[TopicSample], suffix: str = "") -> list[TopicSample]:
+        """Sums per namespace, labelled with the namespace's name followed by suffix."""
         sums: dict[str, TopicSample] = {}
         for sample in samples:
             namespace = sample.labels["namespace"]
             total = sums.get(namespace)
             if total is None:
                 total = sums[namespace] = TopicSample(
-                    labels={**self._cluster_labels(), "namespace": namespace},
+                    labels={**self._cluster_labels(), "namespace": namespace + suffix},
                     in_messages=0, in_bytes=0, out_messages=0, out_bytes=0, backlog=0,
                     backlog_size=0, storage_size=0, subscriptions=0, producers=0, consumers=0,
                     delayed=0)
@@ -276,16 +318,35 @@ class BrokerMetrics:
             namespace = sample.labels["namespace"]
             self._topics_per_namespace[namespace] = self._topics_per_namespace.get(namespace, 0) + 1
         self._samples = samples if self.topic_level else self._by_namespace(samples)
+        self._ledger_samples = self._by_namespace(samples, "/persistent")
         for sample in self._samples:
             sample.entry_series = dict(sample.entries.series())
         try:
             return prometheus_client.generate_latest(self.registry)
         finally:
             self._samples = []
+            self._ledger_samples = []
 
     def shutdown(self) -> None:
         self.service.telemetry.remove(self)
         self._provider.shutdown()
+
+
+class _ManagedLedgerCollector(prometheus_client.registry.Collector):
+    """The pulsar_ml_* gauges under Apache's exact, mixed-case names."""
+
+    def __init__(self, metrics: BrokerMetrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterable[prometheus_client.metrics_core.Metric]:
+        samples = self._metrics.ledger_samples
+        for name, (description, read) in MANAGED_LEDGER_GAUGES.items():
+            family = prometheus_client.metrics_core.GaugeMetricFamily(
+                name, description, labels=["cluster", "namespace"])
+            for sample in samples:
+                family.add_metric([sample.labels["cluster"], sample.labels["namespace"]],
+                                  read(sample))
+            yield family
 
 
 def install(app: web.Application, service: BrokerService) -> None:

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import Any
 
 from aiohttp import web
@@ -33,6 +33,14 @@ class Rates:
     msg_throughput_in: float = 0.0
     msg_rate_out: float = 0.0
     msg_throughput_out: float = 0.0
+    #: Entries added to / read from the managed ledger per second, bytes read per second
+    #: (persistent topics only: Apache's storage write and read rates).
+    entry_rate_in: float = 0.0
+    entry_rate_read: float = 0.0
+    throughput_read: float = 0.0
+
+    def __add__(self, other: Rates) -> Rates:
+        return Rates(*(a + b for a, b in zip(astuple(self), astuple(other), strict=True)))
 
 
 @dataclass(frozen=True)
@@ -42,6 +50,9 @@ class _Sample:
     bytes_in: int
     msg_out: int
     bytes_out: int
+    entries_in: int = 0
+    entries_read: int = 0
+    bytes_read: int = 0
 
 
 def _rates(old: _Sample, new: _Sample) -> Rates:
@@ -53,6 +64,9 @@ def _rates(old: _Sample, new: _Sample) -> Rates:
         msg_throughput_in=max(0, new.bytes_in - old.bytes_in) / elapsed,
         msg_rate_out=max(0, new.msg_out - old.msg_out) / elapsed,
         msg_throughput_out=max(0, new.bytes_out - old.bytes_out) / elapsed,
+        entry_rate_in=max(0, new.entries_in - old.entries_in) / elapsed,
+        entry_rate_read=max(0, new.entries_read - old.entries_read) / elapsed,
+        throughput_read=max(0, new.bytes_read - old.bytes_read) / elapsed,
     )
 
 
@@ -92,7 +106,15 @@ class RateTracker:
         everyone = [c for s in topic.subscriptions.values() for c in s.consumers]
         msg_out, bytes_out = self._out.totals(name, everyone)
         keys = [name]
-        self._record(name, _Sample(now_s, topic.msg_in, topic.bytes_in, msg_out, bytes_out))
+        if isinstance(topic, PersistentTopic):
+            # A subscription removed (or its dispatcher replaced) takes its read counts with
+            # it: the read rate of that interval comes out low, never negative.
+            dispatchers = [s.dispatcher for s in topic.subscriptions.values()]
+            self._record(name, _Sample(
+                now_s, topic.msg_in, topic.bytes_in, msg_out, bytes_out, topic.entries_in,
+                sum(d.entries_read for d in dispatchers), sum(d.bytes_read for d in dispatchers)))
+        else:
+            self._record(name, _Sample(now_s, topic.msg_in, topic.bytes_in, msg_out, bytes_out))
         for sub_name, subscription in topic.subscriptions.items():
             key = f"{name} {sub_name}"
             sub_msgs, sub_bytes = self._out.totals(key, subscription.consumers)

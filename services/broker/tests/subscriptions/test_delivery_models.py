@@ -172,3 +172,25 @@ async def test_key_shared_with_consistent_hashing_gives_each_key_the_owner_on_th
         assert {c.consumer_name for c in consumers.values()} == set(cnxs)
     finally:
         await subscription.close()
+
+
+async def test_the_dispatcher_counts_what_it_reads_and_replays_from_the_ledger(
+        ledger: ml.ManagedLedger) -> None:
+    subscription = await subscribe(ledger, SubType.SHARED)
+    a_cnx, b_cnx = broker_testing.RecordingConnection(), broker_testing.RecordingConnection()
+    a = connect(subscription, a_cnx, 1, "a")
+    connect(subscription, b_cnx, 2, "b")
+    data = [entry(i) for i in range(4)]
+    for payload in data:
+        await ledger.add_entry(payload)
+    subscription.new_entries()
+    try:
+        await wait_for(lambda: len(a_cnx.sent) + len(b_cnx.sent) == 4, "every entry")
+        dispatcher = subscription.dispatcher
+        assert (dispatcher.entries_read, dispatcher.bytes_read) == (4, sum(map(len, data)))
+        subscription.remove_consumer(a)  # a's two entries are read again for b
+        await wait_for(lambda: len(b_cnx.sent) == 4, "the leaver's entries")
+        assert dispatcher.entries_read == 6
+        assert dispatcher.bytes_read == sum(map(len, data)) + 2 * len(data[0])
+    finally:
+        await subscription.close()

@@ -13,6 +13,7 @@ from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 from pulsar_broker import standalone as standalone_module
 from pulsar_broker.web import app as web_app
+from pulsar_broker.web import metrics as web_metrics
 from pulsar_broker.web import rates, stats
 from pulsar_common import naming, testing
 
@@ -137,6 +138,56 @@ async def test_rates_are_counter_deltas_over_the_sampling_interval(
         assert tracker.topic_rates(topic).msg_rate_in == 0.0
     finally:
         await asyncio.to_thread(client.close)
+
+
+async def test_storage_rates_count_entries_and_managed_ledger_series_sum_a_namespace(
+        running: standalone_module.Standalone) -> None:
+    service = running.service
+    assert service is not None
+    topic = "persistent://public/default/storage-rates"
+    tracker = rates.RateTracker(service)
+    client = pulsar.Client(service.broker_service_url,
+                           logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
+    try:
+        consumer = await asyncio.to_thread(client.subscribe, topic, "sub")
+        producer = await asyncio.to_thread(
+            client.create_producer, topic, batching_enabled=True, batching_max_messages=5,
+            batching_max_publish_delay_ms=60_000)
+        tracker.tick(100.0)
+        for i in range(10):  # two entries of five messages each
+            producer.send_async(b"x" * 100, None)
+        await asyncio.to_thread(producer.flush)
+        for _ in range(10):
+            await asyncio.to_thread(consumer.receive, 10_000)
+        tracker.tick(102.0)
+        topic_rates = tracker.topic_rates(topic)
+        assert (topic_rates.msg_rate_in, topic_rates.entry_rate_in) == (5.0, 1.0)
+        assert topic_rates.entry_rate_read == 1.0
+        assert topic_rates.throughput_read == topic_rates.msg_throughput_in > 500
+        metrics = web_metrics.BrokerMetrics(service, tracker)
+        try:
+            text = metrics.render().decode()
+        finally:
+            metrics.shutdown()
+        loaded = await service.get_topic(naming.TopicName.parse(topic), create=False)
+        assert loaded is not None
+    finally:
+        await asyncio.to_thread(client.close)
+    samples = [s for family in text_string_to_metric_families(text) for s in family.samples]
+    of_topic = {s.name: s.value for s in samples if s.labels.get("topic") == topic}
+    assert of_topic["pulsar_storage_write_rate"] == 1.0
+    assert of_topic["pulsar_storage_read_rate"] == 1.0
+    ledgers = {s.name: s for s in samples if s.name.startswith("pulsar_ml_")
+               and s.labels.get("namespace") == "public/default/persistent"}
+    assert set(ledgers["pulsar_ml_AddEntryMessagesRate"].labels) == {"cluster", "namespace"}
+    assert ledgers["pulsar_ml_AddEntryMessagesRate"].value == 1.0
+    assert ledgers["pulsar_ml_AddEntryBytesRate"].value == topic_rates.msg_throughput_in
+    assert ledgers["pulsar_ml_ReadEntriesRate"].value == 1.0
+    assert ledgers["pulsar_ml_ReadEntriesBytesRate"].value == topic_rates.throughput_read
+    assert ledgers["pulsar_ml_NumberOfMessagesInBacklog"].value == 2  # none acknowledged
+    write_quorum = service.ledger_factory.default_config.write_quorum
+    assert ledgers["pulsar_ml_StoredMessagesSize"].value == (
+        loaded.ledger.total_size * write_quorum) > 0
 
 
 async def test_health_check_fails_with_a_reason_when_storage_is_gone(

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pulsar
 from prometheus_client.parser import text_string_to_metric_families
+from pulsar_common import process_metrics
 
 if TYPE_CHECKING:
     from conftest import Http
@@ -19,6 +20,7 @@ APACHE_TOPIC_SERIES = {
     "pulsar_throughput_in": "gauge", "pulsar_throughput_out": "gauge",
     "pulsar_storage_size": "gauge", "pulsar_storage_backlog_size": "gauge",
     "pulsar_storage_offloaded_size": "gauge", "pulsar_msg_backlog": "gauge",
+    "pulsar_storage_write_rate": "gauge", "pulsar_storage_read_rate": "gauge",
     "pulsar_in_bytes_total": "counter", "pulsar_in_messages_total": "counter",
     "pulsar_out_bytes_total": "counter", "pulsar_out_messages_total": "counter",
     **{f"pulsar_storage_write_latency_le_{b}": "gauge"
@@ -35,9 +37,15 @@ APACHE_SUBSCRIPTION_SERIES = {
 }
 APACHE_NAMESPACE_SERIES = {"pulsar_topics_count"}
 APACHE_CLUSTER_SERIES = {"pulsar_ml_count"}
+#: Apache's managed-ledger series (labels cluster and namespace, the namespace followed by
+#: "/persistent": the prefix of its ledgers' names).
+APACHE_MANAGED_LEDGER_SERIES = {
+    "pulsar_ml_AddEntryMessagesRate", "pulsar_ml_AddEntryBytesRate", "pulsar_ml_ReadEntriesRate",
+    "pulsar_ml_ReadEntriesBytesRate", "pulsar_ml_NumberOfMessagesInBacklog",
+    "pulsar_ml_StoredMessagesSize",
+}
 #: Series of our own process (prometheus_client's collectors; Apache's JVM has jvm_* instead).
-PROCESS_SERIES = {"process_resident_memory_bytes", "process_cpu_seconds_total",
-                  "process_open_fds", "python_info"}
+PROCESS_SERIES = set(process_metrics.PROCESS_SERIES)
 
 
 def scrape(http: Http) -> list[Any]:
@@ -72,12 +80,19 @@ def test_the_series_are_apaches_names_types_and_labels(http: Http, client: pulsa
                     and s.labels.get("namespace") == "public/default"]
     assert len(topics_count) == 1 and topics_count[0].value >= 1
     assert set(topics_count[0].labels) == {"cluster", "namespace"}
+    for name in APACHE_MANAGED_LEDGER_SERIES:
+        family = next(f for f in families if f.name == name)
+        assert family.type == "gauge", name
+        ledgers = [s for s in family.samples
+                   if s.labels.get("namespace") == "public/default/persistent"]
+        assert len(ledgers) == 1 and set(ledgers[0].labels) == {"cluster", "namespace"}, name
     names = {s.name for s in samples}
     assert APACHE_CLUSTER_SERIES | PROCESS_SERIES <= names
     # Nothing named pulsar_* that Apache does not have.
     ours = {n for n in names if n.startswith("pulsar_")}
     known = (set(APACHE_TOPIC_SERIES) | APACHE_SUBSCRIPTION_SERIES | APACHE_NAMESPACE_SERIES
-             | APACHE_CLUSTER_SERIES | {"pulsar_subscription_delayed"})
+             | APACHE_CLUSTER_SERIES | APACHE_MANAGED_LEDGER_SERIES
+             | {"pulsar_subscription_delayed"})
     assert ours <= known, ours - known
     producer.close()
     consumer.close()
