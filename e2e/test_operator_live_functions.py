@@ -18,7 +18,8 @@ sn-platform-pulsar-broker; the test gives pulsar-mini's brokers that Service nam
 
 Last, the cluster gets a functions worker (`kubectl patch` of spec.functionsWorker):
 `pulsar-admin functions create` through the brokers' Service (status.webServiceURL)
-reaches the worker pod, whose instance process transforms what is published.
+reaches the worker pod, whose instance process transforms what is published, also
+after the worker pod is SIGKILLed and restarted in place.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import json
 import pathlib
 import re
 import shutil
+import signal
 import sys
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
@@ -335,4 +337,16 @@ async def test_a_functions_worker_in_the_cluster_runs_functions_created_through_
     assert status["instances"][0]["status"]["workerId"] == f"{CLUSTER}-functions-worker-0"
     await live.through_function("persistent://public/default/worker-in", "persistent://public/default/worker-out")
     assert "via-worker" in (await admin("list")).split()
+    # A node failure: the worker and its instance die; the kubelet restarts the worker in place,
+    # which finds its function in the metadata store and runs it again.
+    live.cluster.kill_pod(f"{CLUSTER}-functions-worker-0", NS, signal.SIGKILL)
+
+    async def restarted() -> bool:
+        pod = await live.api.get(api.PODS, NS, f"{CLUSTER}-functions-worker-0") or {}
+        statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]
+        return int(statuses[0].get("restartCount") or 0) >= 1
+
+    await emulation.wait_for(restarted, WAIT_S, "the worker container restarted")
+    await live.through_function("persistent://public/default/worker-in", "persistent://public/default/worker-out",
+                                count=5)
     assert "Deleted successfully" in await admin("delete", "--name", "via-worker")
