@@ -12,9 +12,14 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 
+from pulsar_common import backoff
+
 #: Ports already handed out by this process: a port is free until its user binds it, so
 #: handing it out twice (to two bookies of one cluster, say) would make them collide.
 _HANDED_OUT: set[int] = set()
+#: Pauses between checks of a readiness condition: quick for what is nearly ready,
+#: a few times a second for a process that takes a while to start.
+READINESS_POLL = backoff.BackoffPolicy(first_s=0.01, max_s=0.2)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -42,7 +47,7 @@ def wait_until(
 ) -> None:
     """Poll condition until true; fail early when process died, or after timeout_s."""
     deadline = time.monotonic() + timeout_s
-    delay = 0.01
+    delays = READINESS_POLL.start()
     while True:
         if condition():
             return
@@ -50,8 +55,7 @@ def wait_until(
             raise RuntimeError(f"{what}: process exited with {process.returncode}")
         if time.monotonic() > deadline:
             raise TimeoutError(f"{what}: not ready after {timeout_s}s")
-        time.sleep(delay)
-        delay = min(delay * 2, 0.2)
+        time.sleep(delays.next_delay())
 
 
 try:

@@ -20,6 +20,7 @@ from typing import Any
 
 import aetcd
 
+from pulsar_common import clock
 from pulsar_common.metadata import (
     api,
     election,
@@ -136,7 +137,7 @@ class EtcdMetadataStore:
         current = await self._kv.get(key)
         for _ in range(PUT_RETRIES_MAX):
             _check_version(path, current, expected_version)
-            now = etcd_kv.now_ms()
+            now = clock.wall_clock_ms()
             if current is None:
                 ctime, guard = now, etcd_kv.compare_absent(key)
             else:
@@ -153,7 +154,7 @@ class EtcdMetadataStore:
                                            f"{PUT_RETRIES_MAX} attempts")
 
     async def _create(self, path: str, key: bytes, value: bytes, lease: int) -> api.Stat:
-        now = etcd_kv.now_ms()
+        now = clock.wall_clock_ms()
         response = await self._kv.txn(
             [etcd_kv.compare_absent(key)],
             [etcd_kv.op_put(key, etcd_kv.encode_value(value, now, now), lease)])
@@ -222,7 +223,7 @@ class EtcdMetadataStore:
         async with self._next_id_lock:
             current = await self._kv.get(key)
             while True:
-                now = etcd_kv.now_ms()
+                now = clock.wall_clock_ms()
                 if current is None:
                     next_id, ctime, guard = 0, now, etcd_kv.compare_absent(key)
                 else:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import struct
-import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -33,10 +32,6 @@ _UNAVAILABLE_CODES = {
     rpc.StatusCode.DEADLINE_EXCEEDED,
     rpc.StatusCode.CANCELLED,
 }
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def encode_value(value: bytes, creation_ms: int, modification_ms: int) -> bytes:

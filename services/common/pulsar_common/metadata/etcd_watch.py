@@ -20,12 +20,14 @@ from typing import Any
 
 import aetcd
 
+from pulsar_common import backoff
 from pulsar_common.metadata import api, errors, etcd_kv, paths, tasks, watches
 
 log = logging.getLogger(__name__)
 
-#: Longest pause between attempts to re-open a broken watch stream.
-RECONNECT_BACKOFF_MAX_S = 1.0
+#: Pauses between attempts to re-open a broken watch stream: short at first (etcd's
+#: leader moved), at most a second (etcd is down), back to short once a stream opens.
+RECONNECT_BACKOFF = backoff.BackoffPolicy(first_s=0.05, max_s=1.0)
 #: How long stop() waits for the pump to end.
 STOP_TIMEOUT_S = 15.0
 
@@ -52,7 +54,7 @@ class EtcdWatch:
         return key, etcd_kv.prefix_end(paths.children_prefix(self._key_text).encode())
 
     async def _pump(self) -> None:
-        backoff_s = 0.05
+        delays = RECONNECT_BACKOFF.start()
         key, range_end = self._range()
         while not self._stopping:
             try:
@@ -66,7 +68,7 @@ class EtcdWatch:
                     await stream.cancel()
                     return
                 self._stream = stream
-                backoff_s = 0.05
+                delays.reset()
                 async for event in stream:
                     self._deliver(event)
                 if self._stopping:
@@ -78,8 +80,7 @@ class EtcdWatch:
             except (TimeoutError, aetcd.ClientError) as exc:
                 log.debug("etcd watch on %s broke (%s); re-opening", self._queue.path, exc)
             self._stream = None
-            await asyncio.sleep(backoff_s)
-            backoff_s = min(backoff_s * 2, RECONNECT_BACKOFF_MAX_S)
+            await asyncio.sleep(delays.next_delay())
 
     def _deliver(self, event: Any) -> None:
         self._next_revision = int(event.kv.mod_revision) + 1

@@ -16,6 +16,7 @@ import asyncio
 from collections.abc import Callable
 from typing import TypeVar
 
+from pulsar_common import clock
 from pulsar_common.metadata import api, election, errors, paths, rocksdb_engine, watches
 
 T = TypeVar("T")
@@ -74,7 +75,7 @@ class RocksdbMetadataStore:
              ephemeral: bool) -> api.Stat:
         current = self._shared.read(key)
         _check_version(path, current, expected)
-        now = rocksdb_engine.now_ms()
+        now = clock.wall_clock_ms()
         record = Record(
             value=bytes(value),
             version=0 if current is None else current.version + 1,
@@ -147,7 +148,7 @@ class RocksdbMetadataStore:
 
     def _next_id(self, key: str) -> int:
         current = self._shared.read(key)
-        now = rocksdb_engine.now_ms()
+        now = clock.wall_clock_ms()
         if current is None:
             record = Record(b"0", 0, now, now, False, 0)
         else:

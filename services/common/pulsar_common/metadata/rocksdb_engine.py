@@ -26,7 +26,6 @@ import logging
 import os
 import struct
 import threading
-import time
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -76,10 +75,6 @@ class _Subscriber:
     watch: watches.QueueWatch
     key: str
     chroot: paths.Chroot
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class SharedDb:
