@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 from typing import Any
 
 import aiohttp
+from pulsar_common import clock
 from pulsar_common.metadata import api as metadata_api
 from pulsar_common.metadata import errors as metadata_errors
 
@@ -40,10 +40,6 @@ class AdminRefusal(errors.BookieError):
 
 class UnknownBookieError(AdminRefusal):
     """A bookie neither registered, nor with a cookie, nor named by any ledger (HTTP 404)."""
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,8 +65,10 @@ class DecommissionStatus:
 
 
 class AutoRecoveryAdmin:
-    def __init__(self, store: metadata_api.MetadataStore, default_delay_s: int) -> None:
+    def __init__(self, store: metadata_api.MetadataStore, default_delay_s: int, *,
+                 now_ms: clock.NowMs = clock.wall_clock_ms) -> None:
         self._store = store
+        self._now_ms = now_ms
         self._marks = underreplication.UnderReplicationStore(store)
         self._meta = ledger_metadata.LedgerMetadataStore(store)
         self._default_delay_s = default_delay_s
@@ -144,12 +142,12 @@ class AutoRecoveryAdmin:
             raise AdminRefusal(
                 f"cannot decommission {bookie_id}: its ledgers need ensembles of {needed} "
                 f"bookies and only {len(others)} other writable bookies remain")
-        await self._marks.start_decommission(bookie_id, _now_ms())
+        await self._marks.start_decommission(bookie_id, self._now_ms())
         target = next((b for b in bookies if b.bookie_id == bookie_id), None)
         if target is not None and target.writable and target.http_address:
             await _set_read_only(target.http_address)
         for metadata in ledgers:
-            await self._marks.mark(metadata.ledger_id, [bookie_id], _now_ms())
+            await self._marks.mark(metadata.ledger_id, [bookie_id], self._now_ms())
         return await self.decommission_status(bookie_id)
 
     async def decommission_status(self, bookie_id: types.BookieId) -> DecommissionStatus:

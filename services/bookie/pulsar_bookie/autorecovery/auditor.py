@@ -21,9 +21,8 @@ import contextlib
 import dataclasses
 import json
 import logging
-import time
-from collections.abc import Callable
 
+from pulsar_common import clock
 from pulsar_common.metadata import api as metadata_api
 from pulsar_common.metadata import errors as metadata_errors
 from pulsar_common.metadata import tasks as metadata_tasks
@@ -45,10 +44,6 @@ class AuditorSettings:
     periodic_check_interval_s: int = 604800
     periodic_bookie_check_interval_s: int = 86400
     timeout_s: float = 30.0
-
-
-def _wall_clock_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def _on_delay_change(
@@ -81,7 +76,7 @@ class Auditor:
         me: bytes,
         settings: AuditorSettings | None = None,
         *,
-        now_ms: Callable[[], int] = _wall_clock_ms,
+        now_ms: clock.NowMs = clock.wall_clock_ms,
     ) -> None:
         self._store = store
         self._pool = pool

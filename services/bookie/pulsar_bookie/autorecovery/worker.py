@@ -28,9 +28,8 @@ import contextlib
 import dataclasses
 import logging
 import random
-import time
-from collections.abc import Callable
 
+from pulsar_common import clock
 from pulsar_common.metadata import api as metadata_api
 from pulsar_common.metadata import errors as metadata_errors
 from pulsar_common.metadata import tasks as metadata_tasks
@@ -74,10 +73,6 @@ class WorkerStats:
     failures: int = 0
 
 
-def _wall_clock_ms() -> int:
-    return int(time.time() * 1000)
-
-
 class ReplicationWorker:
     def __init__(
         self,
@@ -87,7 +82,7 @@ class ReplicationWorker:
         settings: WorkerSettings | None = None,
         *,
         rng: random.Random | None = None,
-        now_ms: Callable[[], int] = _wall_clock_ms,
+        now_ms: clock.NowMs = clock.wall_clock_ms,
     ) -> None:
         self._store = store
         self._marks = underreplication.UnderReplicationStore(store)

@@ -17,9 +17,9 @@ from __future__ import annotations
 import asyncio
 import collections
 import dataclasses
-import time
 from collections.abc import Callable, Mapping, Sequence
 
+from pulsar_common import clock
 from pulsar_common.metadata import api as metadata_api
 
 from pulsar_bookie import errors, types
@@ -38,10 +38,6 @@ _StoreFuture = Callable[
 _PendingAppend = tuple[
     types.EntryId, int, "asyncio.Future[object]", "asyncio.Future[types.EntryId]"
 ]
-
-
-def _wall_clock_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def _again(error: BaseException, ledger_id: int) -> errors.BookieError:
@@ -213,7 +209,7 @@ class LocalLedgerClient:
         store: metadata_api.MetadataStore,
         bookie_id: types.BookieId,
         *,
-        now_ms: Callable[[], int] = _wall_clock_ms,
+        now_ms: clock.NowMs = clock.wall_clock_ms,
     ):
         self._storage = storage
         self._meta = ledger_metadata.LedgerMetadataStore(store)

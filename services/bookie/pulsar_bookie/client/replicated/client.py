@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import random
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
+from pulsar_common import clock
 from pulsar_common.metadata import api as metadata_api
 
 from pulsar_bookie import errors, types
@@ -15,10 +15,6 @@ from pulsar_bookie.client.replicated import recovery as ledger_recovery
 from pulsar_bookie.client.replicated.reader import ReplicatedReadHandle
 from pulsar_bookie.client.replicated.settings import ClientSettings
 from pulsar_bookie.client.replicated.writer import ReplicatedWriteHandle
-
-
-def _wall_clock_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class ReplicatedLedgerClient:
@@ -36,7 +32,7 @@ class ReplicatedLedgerClient:
         settings: ClientSettings | None = None,
         *,
         rng: random.Random | None = None,
-        now_ms: Callable[[], int] = _wall_clock_ms,
+        now_ms: clock.NowMs = clock.wall_clock_ms,
     ) -> None:
         self._meta = ledger_metadata.LedgerMetadataStore(store)
         self._pool = pool

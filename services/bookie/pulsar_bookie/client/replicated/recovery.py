@@ -23,6 +23,8 @@ import dataclasses
 import logging
 import random
 
+from pulsar_common import backoff
+
 from pulsar_bookie import errors, types
 from pulsar_bookie.client import api, bookie_rpc, ledger_metadata
 from pulsar_bookie.client.replicated import placement, schedule
@@ -36,6 +38,9 @@ log = logging.getLogger(__name__)
 #: known without reading every entry, so they are not counted.
 LENGTH_UNKNOWN = -1
 RECOVERY_ATTEMPTS_MAX = 20
+#: Pauses between rounds of fence, recovery-read and rewrite requests while too few
+#: bookies have answered: a twentieth of a second more each round, at most a second.
+RECOVERY_RETRY = backoff.BackoffPolicy(first_s=0.05, max_s=1.0, multiplier=1.0, step_s=0.05)
 
 
 async def recover(
@@ -127,7 +132,8 @@ async def fence_replies(handle: ReplicatedReadHandle,
     ensemble = metadata.ensembles[-1].ensemble
     timeout_s = settings.read_entry_timeout_ms / 1000
     replied: dict[int, types.EntryId] = {}
-    for attempt in range(settings.recovery_read_retry_max):
+    delays = RECOVERY_RETRY.start()
+    for _ in range(settings.recovery_read_retry_max):
         missing = [i for i in range(len(ensemble)) if i not in replied]
         answers = await asyncio.gather(
             *(asyncio.wait_for(handle.pool.get(ensemble[i]).fence_ledger(
@@ -142,7 +148,7 @@ async def fence_replies(handle: ReplicatedReadHandle,
                                             metadata.write_quorum_size,
                                             metadata.ack_quorum_size):
             return replied
-        await asyncio.sleep(min(0.05 * (attempt + 1), 1.0))
+        await asyncio.sleep(delays.next_delay())
     raise errors.BookieUnavailableError(
         f"ledger {metadata.ledger_id}: could not fence enough bookies of {ensemble}")
 
@@ -176,7 +182,8 @@ async def recovery_read(handle: ReplicatedReadHandle, entry_id: int,
     bookies = handle.write_set_of(entry_id)
     timeout_s = settings.read_entry_timeout_ms / 1000
     no_such: set[types.BookieId] = set()
-    for attempt in range(settings.recovery_read_retry_max):
+    delays = RECOVERY_RETRY.start()
+    for _ in range(settings.recovery_read_retry_max):
         asking = [b for b in bookies if b not in no_such]
         answers = await asyncio.gather(
             *(asyncio.wait_for(handle.pool.get(b).read_entry(
@@ -190,7 +197,7 @@ async def recovery_read(handle: ReplicatedReadHandle, entry_id: int,
                 no_such.add(bookie)
         if schedule.entry_absent(no_such, metadata.write_quorum_size, metadata.ack_quorum_size):
             return None
-        await asyncio.sleep(min(0.05 * (attempt + 1), 1.0))
+        await asyncio.sleep(delays.next_delay())
     raise errors.BookieUnavailableError(
         f"ledger {metadata.ledger_id}: cannot tell whether entry {entry_id} exists")
 
@@ -203,6 +210,7 @@ async def rewrite(handle: ReplicatedReadHandle, stored: storage_api.StoredEntry,
     timeout_s = settings.add_entry_timeout_ms / 1000
     confirmed: set[types.BookieId] = set()
     bookies = handle.write_set_of(stored.entry_id)
+    delays = RECOVERY_RETRY.start()
     for attempt in range(settings.recovery_read_retry_max):
         asking = [b for b in bookies if b not in confirmed]
         answers = await asyncio.gather(
@@ -215,6 +223,6 @@ async def rewrite(handle: ReplicatedReadHandle, stored: storage_api.StoredEntry,
         if len(confirmed) == len(bookies) or (
                 len(confirmed) >= metadata.ack_quorum_size and attempt >= 2):
             return
-        await asyncio.sleep(min(0.05 * (attempt + 1), 1.0))
+        await asyncio.sleep(delays.next_delay())
     raise errors.BookieUnavailableError(
         f"ledger {metadata.ledger_id}: could not re-replicate entry {stored.entry_id}")

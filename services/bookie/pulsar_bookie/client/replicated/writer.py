@@ -18,6 +18,8 @@ import logging
 import random
 from typing import Any
 
+from pulsar_common import backoff
+
 from pulsar_bookie import errors, types
 from pulsar_bookie.client import api, bookie_rpc, ledger_metadata
 from pulsar_bookie.client.replicated import placement
@@ -25,6 +27,11 @@ from pulsar_bookie.client.replicated.reader import ReplicatedReadHandle
 from pulsar_bookie.client.replicated.settings import ClientSettings
 
 log = logging.getLogger(__name__)
+
+#: Pauses while no bookie can replace a failed one (all others are in the ensemble or
+#: down): doubling from a twentieth of a second to a second, until the ensemble change
+#: timeout runs out.
+ENSEMBLE_CHANGE_RETRY = backoff.BackoffPolicy(first_s=0.05, max_s=1.0)
 
 
 @dataclasses.dataclass(eq=False)
@@ -159,18 +166,18 @@ class ReplicatedWriteHandle(ReplicatedReadHandle):
                 return
             loop = asyncio.get_running_loop()
             deadline = loop.time() + self._settings.ensemble_change_timeout_ms / 1000
-            delay = 0.05
+            delays = ENSEMBLE_CHANGE_RETRY.start()
             while True:
                 try:
                     await self._change_ensemble(failed)
                     return
                 except placement.NotEnoughBookiesError as exc:
+                    delay = delays.next_delay()
                     if loop.time() + delay > deadline:
                         self._fail(errors.BookieUnavailableError(
                             f"ledger {self.ledger_id}: no bookie to replace {failed}"), exc)
                         return
                     await asyncio.sleep(delay)
-                    delay = min(delay * 2, 1.0)
                 except errors.MetadataVersionError:
                     # Someone else changed the metadata (autorecovery, or a recovering
                     # reader): continue from theirs unless the ledger is no longer ours.
