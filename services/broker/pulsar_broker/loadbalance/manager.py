@@ -20,11 +20,10 @@ import asyncio
 import contextlib
 import json
 import logging
-import time
 import urllib.parse
 from typing import Any
 
-from pulsar_common import naming
+from pulsar_common import clock, naming
 from pulsar_common.metadata import errors as md_errors
 from pulsar_common.metadata import tasks as md_tasks
 
@@ -44,13 +43,11 @@ _FIGURES = ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut", "n
             "numConsumers", "numProducers")
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 class LoadManager:
-    def __init__(self, service: BrokerService) -> None:
+    def __init__(self, service: BrokerService, *,
+                 now_ms: clock.NowMs = clock.wall_clock_ms) -> None:
         self.service = service
+        self._now_ms = now_ms
         conf = service.config
         self.shedding_settings, self.split_settings = settings.from_broker_config(conf)
         self.report_interval_s = conf.load_balancer_report_update_min_interval_millis / 1000.0
@@ -96,7 +93,7 @@ class LoadManager:
 
     async def publish(self, force: bool = False) -> bool:
         """Sample the load; write it when it changed enough (or force). True when written."""
-        sample = self.sampler.sample(now_ms())
+        sample = self.sampler.sample(self._now_ms())
         self.last_report = sample
         figures = sample.to_json()
         max_age_ms = self.service.config.load_balancer_report_update_max_interval_minutes * 60_000
@@ -172,7 +169,7 @@ class LoadManager:
     async def run_round(self) -> planner.Round | None:
         """One planning round (None when it is too early after the last change)."""
         settled_ms = self._last_change_ms + int(SETTLE_REPORTS * self.report_interval_s * 1000)
-        if now_ms() < settled_ms:
+        if self._now_ms() < settled_ms:
             return None
         reports = await self.reports()
         if not reports:
@@ -180,7 +177,7 @@ class LoadManager:
         conf = self.service.config
         decided = planner.plan_round(
             reports, await self._bundle_counts(reports), self._state, self.shedding_settings,
-            self.split_settings, now_ms(), shedding_enabled=conf.load_balancer_shedding_enabled,
+            self.split_settings, self._now_ms(), shedding_enabled=conf.load_balancer_shedding_enabled,
             split_enabled=conf.load_balancer_auto_bundle_split_enabled)
         self._state = decided.state
         for split in decided.splits:
@@ -188,7 +185,7 @@ class LoadManager:
         for unload in decided.unloads:
             await self._execute_unload(unload)
         if decided.changed:
-            self._last_change_ms = now_ms()
+            self._last_change_ms = self._now_ms()
             self.rounds += 1
             log.info("load balancing round %d: %d splits, %d unloads", self.rounds,
                      len(decided.splits), len(decided.unloads))

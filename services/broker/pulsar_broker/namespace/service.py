@@ -21,13 +21,12 @@ import asyncio
 import hashlib
 import json
 import logging
-import time
 import urllib.parse
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
-from pulsar_common import naming
+from pulsar_common import clock, naming
 from pulsar_common.metadata import api as md
 from pulsar_common.metadata import errors as md_errors
 
@@ -59,8 +58,10 @@ def _tie_break(bundle: NamespaceBundle, broker: BrokerUrls) -> bytes:
 
 class NamespaceService:
     def __init__(self, pulsar_resources: resources.PulsarResources, me: BrokerUrls,
-                 broker_id: str, cluster: str, version: str) -> None:
+                 broker_id: str, cluster: str, version: str, *,
+                 now_ms: clock.NowMs = clock.wall_clock_ms) -> None:
         self.resources = pulsar_resources
+        self._now_ms = now_ms
         self.me = me
         self.broker_id = broker_id
         self._cluster = cluster
@@ -192,7 +193,7 @@ class NamespaceService:
 
     async def set_destination(self, bundle: NamespaceBundle, broker_id: str) -> None:
         """Make broker_id the bundle's next owner (before this broker unloads it)."""
-        value = {"brokerId": broker_id, "timestamp": int(time.time() * 1000)}
+        value = {"brokerId": broker_id, "timestamp": self._now_ms()}
         await self.store.put(_destination_path(bundle), json.dumps(value).encode())
 
     async def _recorded_destination(self, bundle: NamespaceBundle) -> str | None:
@@ -200,7 +201,7 @@ class NamespaceService:
         if found is None:
             return None
         value = json.loads(found.value)
-        if time.time() * 1000 - int(value.get("timestamp", 0)) > DESTINATION_TTL_MS:
+        if self._now_ms() - int(value.get("timestamp", 0)) > DESTINATION_TTL_MS:
             return None
         return str(value["brokerId"])
 

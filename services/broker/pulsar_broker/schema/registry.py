@@ -8,10 +8,7 @@ history altogether (versions start again at 0).
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
-from pulsar_common import naming
+from pulsar_common import clock, naming
 from pulsar_common.metadata import api as md
 
 from pulsar_broker.schema import compatibility, errors, records, storage
@@ -40,9 +37,10 @@ def latest(history: History) -> records.StoredSchema | None:
 
 
 class SchemaRegistry:
-    def __init__(self, store: md.MetadataStore, clock_ms: Callable[[], int] | None = None) -> None:
+    def __init__(self, store: md.MetadataStore, *,
+                 now_ms: clock.NowMs = clock.wall_clock_ms) -> None:
         self.storage = storage.SchemaStorage(store)
-        self._clock_ms = clock_ms or (lambda: int(time.time() * 1000))
+        self._now_ms = now_ms
 
     async def history(self, topic: naming.TopicName) -> History:
         return await self.storage.read(topic)
@@ -74,7 +72,7 @@ class SchemaRegistry:
             compatibility.check([s.schema for s in live(history)], schema, strategy)
             version = history[-1].version + 1 if history else 0
             chosen.append(version)
-            return history + (records.StoredSchema(version, schema, self._clock_ms()),)
+            return history + (records.StoredSchema(version, schema, self._now_ms()),)
 
         await self.storage.update(topic, change)
         return chosen[-1]
@@ -123,7 +121,7 @@ class SchemaRegistry:
             version = history[-1].version + 1
             marked.append(version)
             mark = records.StoredSchema(version, records.SchemaData("NONE", b""),
-                                        self._clock_ms(), deleted=True)
+                                        self._now_ms(), deleted=True)
             return history + (mark,)
 
         await self.storage.update(topic, change)

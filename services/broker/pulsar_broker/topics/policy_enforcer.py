@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable
 
-from pulsar_common import naming
+from pulsar_common import clock, naming
 from pulsar_common.metadata import errors as md_errors
 from pulsar_common.metadata import tasks
 
@@ -37,16 +36,12 @@ log = logging.getLogger(__name__)
 WATCH_RETRY_S = 1.0
 
 
-def _wall_clock_ms() -> int:
-    return int(time.time() * 1000)
-
-
 class PolicyEnforcer:
     def __init__(self, conf: broker_config.BrokerConfig,
                  default_ledger: ml_config.ManagedLedgerConfig,
                  pulsar_resources: resources.PulsarResources,
                  loaded_topics: Callable[[], list[PersistentTopic]],
-                 now_ms: Callable[[], int] = _wall_clock_ms) -> None:
+                 now_ms: clock.NowMs = clock.wall_clock_ms) -> None:
         self.conf = conf
         self.default_ledger = default_ledger
         self.resources = pulsar_resources

@@ -15,6 +15,7 @@ from pulsar_broker.loadbalance import manager, model
 from pulsar_broker.namespace import registry
 from pulsar_broker.namespace.ownership import BrokerUrls
 from pulsar_broker.service.broker_service import BrokerService
+from pulsar_common import clock
 from pulsar_common.metadata import api as md
 from pulsar_common.metadata import factory
 
@@ -78,7 +79,7 @@ async def busy_broker(store: md.MetadataStore, broker: str, bundles: int, mb: fl
     limit = 100 * model.BYTES_PER_MB / 1024
     report = model.BrokerReport(broker, urls.http_url, urls.native_url, bundles=stats,
                                 bandwidth_in=model.ResourceUsage(bundles * mb * 1024, limit),
-                                last_update_ms=manager.now_ms())
+                                last_update_ms=clock.wall_clock_ms())
     path = f"{registry.BROKERS_ROOT}/{broker}"
     found = await store.get(path)
     assert found is not None

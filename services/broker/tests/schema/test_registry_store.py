@@ -25,7 +25,7 @@ def avro(*names: str) -> records.SchemaData:
 @pytest.fixture
 async def schemas(tmp_path: pathlib.Path) -> AsyncIterator[registry.SchemaRegistry]:
     store = await factory.create_store(f"rocksdb:{tmp_path / 'md'}")
-    yield registry.SchemaRegistry(store, clock_ms=lambda: 1234)
+    yield registry.SchemaRegistry(store, now_ms=lambda: 1234)
     await store.close()
 
 

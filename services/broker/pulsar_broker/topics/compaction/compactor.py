@@ -20,12 +20,12 @@ import asyncio
 import collections
 import enum
 import logging
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from pulsar_bookie import types
 from pulsar_bookie.client import api as client_api
+from pulsar_common import clock
 
 from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
@@ -66,9 +66,6 @@ class LedgerQuorum:
     ack_quorum: int = 1
 
 
-def _wall_clock_ms() -> int:
-    return int(time.time() * 1000)
-
 
 class TopicCompaction:
     """The compaction state of one topic: its compacted view, status and last results."""
@@ -76,7 +73,7 @@ class TopicCompaction:
     def __init__(self, topic_name: str, ledger: ml.ManagedLedger,
                  client: client_api.LedgerClient, *, quorum: LedgerQuorum = LedgerQuorum(),
                  retain_null_key: bool = False,
-                 now_ms: Callable[[], int] = _wall_clock_ms) -> None:
+                 now_ms: clock.NowMs = clock.wall_clock_ms) -> None:
         self.topic_name = topic_name
         self._ledger = ledger
         self._client = client
