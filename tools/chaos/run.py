@@ -25,6 +25,14 @@ from tools.chaos import cluster as chaos_cluster
 RECOVERY_TIMEOUT_S = 90.0
 #: How often the memory sampler reads /proc.
 MEMORY_SAMPLE_INTERVAL_S = 0.5
+#: How often internal stats are asked for again while the topic's broker is still
+#: loading it after the last fault (for at most STATS_WAIT_S).
+STATS_RETRY_S = 1.0
+STATS_WAIT_S = 30.0
+#: How often wait_recovered looks at the producers' last acknowledged sends.
+RECOVERY_POLL_S = 0.1
+#: Traffic after the last cycle's recovery, so that the run ends on a healthy cluster.
+SETTLE_S = 2.0
 
 
 @dataclasses.dataclass
@@ -125,10 +133,10 @@ def unclosed_ledgers(cluster: chaos_cluster.ChaosCluster,
     could still add to them. Each is `topic ledgerId state`."""
     found = []
     for plan in topics:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + STATS_WAIT_S
         stats = internal_stats(cluster, plan.name, metadata=True)
         while stats is None and time.monotonic() < deadline:
-            time.sleep(1)  # the topic's broker is still loading it after the last fault
+            time.sleep(STATS_RETRY_S)
             stats = internal_stats(cluster, plan.name, metadata=True)
         if stats is None:
             found.append(f"{plan.name} internalStats unavailable")
@@ -146,7 +154,7 @@ def wait_recovered(work: workload.Workload, since_s: float) -> float:
     while time.monotonic() < deadline:
         if all(work.history.last_success_s(p.name) > since_s for p in work.topics):
             return time.monotonic() - since_s
-        time.sleep(0.1)
+        time.sleep(RECOVERY_POLL_S)
     return RECOVERY_TIMEOUT_S
 
 
@@ -197,7 +205,7 @@ def attack(cluster: chaos_cluster.ChaosCluster, options: RunOptions,
             fault.recovered_s = wait_recovered(work, fault.healed_s)
             faults.append(fault)
             samples.append((time.monotonic(), mark_delete_positions(cluster, plans)))
-        time.sleep(2)
+        time.sleep(SETTLE_S)
     finally:
         work.stop()
         memory.stop()

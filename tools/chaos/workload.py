@@ -27,6 +27,8 @@ import pulsar
 KEYS = 6
 #: The producers' send timeout: a send to a cluster in trouble fails after this and is retried.
 SEND_TIMEOUT_MS = 10_000
+#: Pause between attempts of read_back while the cluster settles after the last fault.
+READ_BACK_RETRY_S = 1.0
 #: Subscriptions on each topic: name and type.
 SUBSCRIPTIONS = (
     ("exclusive", pulsar.ConsumerType.Exclusive),
@@ -241,4 +243,4 @@ def read_back(service_url: str, topic: str, timeout_s: float = 120.0) -> list[tu
                 client.close()
             except pulsar.PulsarException:
                 pass
-        time.sleep(1)
+        time.sleep(READ_BACK_RETRY_S)
