@@ -307,7 +307,7 @@ class EntryDecoder:
     """Decodes the entries of one topic partition into record batches of a fixed Arrow schema."""
 
     def __init__(self, arrow_schema: pa.Schema, schema_type: str,
-                 definition: dict[str, Any] | None, topic: str, partition: int,
+                 definition: dict[str, Any] | None, *, topic: str, partition: int,
                  batch_rows: int,
                  writer_definitions: dict[int, dict[str, Any]] | None = None) -> None:
         self.arrow_schema = arrow_schema

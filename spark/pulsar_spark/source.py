@@ -162,7 +162,8 @@ def read_segment(opts: options.ReadOptions, spark_schema: T.StructType,
     segment = planned.segment
     decoder = decode.EntryDecoder(
         to_arrow_schema(spark_schema, timezone="UTC"), opts.schema_type, opts.schema_definition,
-        segment.partition.topic, segment.partition.partition, opts.arrow_batch_rows,
+        topic=segment.partition.topic, partition=segment.partition.partition,
+        batch_rows=opts.arrow_batch_rows,
         writer_definitions=opts.writer_definitions.get(segment.partition.topic))
     decoder.time_range = (opts.starting_time_ms, opts.ending_time_ms)
     source = entries.BookieEntrySource()

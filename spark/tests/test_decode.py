@@ -42,7 +42,8 @@ def _entry(payloads: list[bytes], *, batch: bool, key: str | None = None) -> byt
 
 def _decoder(payload_fields, schema_type, definition=None, rows=100):
     schema = pa.schema(payload_fields + META)
-    return decode.EntryDecoder(schema, schema_type, definition, "persistent://t/n/x", 2, rows)
+    return decode.EntryDecoder(schema, schema_type, definition, topic="persistent://t/n/x",
+                               partition=2, batch_rows=rows)
 
 
 def test_batched_and_single_entries_fill_metadata_columns():
@@ -201,13 +202,14 @@ def test_an_unreadable_entry_is_named():
 def test_a_subset_of_columns_in_any_order():
     schema = pa.schema([("__sequence_id", pa.int64()), ("id", pa.int64()),
                         ("__topic", pa.string())])
-    decoder = decode.EntryDecoder(schema, "json", READING, "persistent://t/n/x", 2, 100)
+    decoder = decode.EntryDecoder(schema, "json", READING, topic="persistent://t/n/x",
+                                  partition=2, batch_rows=100)
     (batch,) = decoder.batches([(1, 0, _batch_entry([b'{"id": 5}', b'{"id": 6}']))])
     assert batch.schema == schema
     assert batch.to_pydict() == {"__sequence_id": [7, 8], "id": [5, 6],
                                  "__topic": ["persistent://t/n/x"] * 2}
     # Without payload columns the payloads are not decoded: not even a bad one fails.
     meta_only = decode.EntryDecoder(pa.schema([("__message_id", pa.string())]), "json", READING,
-                                    "persistent://t/n/x", 2, 100)
+                                    topic="persistent://t/n/x", partition=2, batch_rows=100)
     (ids,) = meta_only.batches([(1, 0, _batch_entry([b"not json", b"{}"]))])
     assert ids.column(0).to_pylist() == ["1:0:2:0", "1:0:2:1"]

@@ -27,7 +27,8 @@ def _batch_entry(payloads: list[bytes]) -> bytes:
 
 def _decoder() -> decode.EntryDecoder:
     return decode.EntryDecoder(pa.schema([*FIELDS, ("__message_id", pa.string())]), "json",
-                               DEFINITION, "persistent://t/n/x", 0, 1000)
+                               DEFINITION, topic="persistent://t/n/x", partition=0,
+                               batch_rows=1000)
 
 
 def test_only_the_bytes_between_payloads_are_blanked():

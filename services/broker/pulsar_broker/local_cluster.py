@@ -27,7 +27,7 @@ CLUSTER_NAME = "local"
 
 
 class LocalCluster:
-    def __init__(self, data_dir: pathlib.Path, bookies: int = 3, brokers: int = 1,
+    def __init__(self, data_dir: pathlib.Path, *, bookies: int = 3, brokers: int = 1,
                  ensemble: int = 3, write_quorum: int = 2, ack_quorum: int = 2,
                  broker_overrides: dict[str, str] | None = None,
                  journal_sync: bool = True, proxies: int = 0) -> None:
@@ -130,8 +130,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> Callable[[Any], int]:
                         help="proxies in front of the brokers; their URLs are the service URLs")
 
     def run(args: Any) -> int:
-        cluster = LocalCluster(pathlib.Path(args.data_dir).resolve(), args.bookies, args.brokers,
-                               args.ensemble, args.write_quorum, args.ack_quorum,
+        cluster = LocalCluster(pathlib.Path(args.data_dir).resolve(), bookies=args.bookies,
+                               brokers=args.brokers, ensemble=args.ensemble,
+                               write_quorum=args.write_quorum, ack_quorum=args.ack_quorum,
                                proxies=args.proxies)
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())

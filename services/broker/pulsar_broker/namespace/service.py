@@ -57,8 +57,8 @@ def _tie_break(bundle: NamespaceBundle, broker: BrokerUrls) -> bytes:
 
 
 class NamespaceService:
-    def __init__(self, pulsar_resources: resources.PulsarResources, me: BrokerUrls,
-                 broker_id: str, cluster: str, version: str, *,
+    def __init__(self, pulsar_resources: resources.PulsarResources, me: BrokerUrls, *,
+                 broker_id: str, cluster: str, version: str,
                  now_ms: clock.NowMs = clock.wall_clock_ms) -> None:
         self.resources = pulsar_resources
         self._now_ms = now_ms

@@ -59,7 +59,7 @@ class BrokerService:
             pulsar_resources,
             BrokerUrls(self.broker_service_url, self.web_service_url, config.listeners,
                        urls.broker_service_url_tls, urls.web_service_url_tls),
-            self.broker_id, config.cluster_name, broker_version())
+            broker_id=self.broker_id, cluster=config.cluster_name, version=broker_version())
         self.namespaces.on_bundles_lost = self._unload_topics_of
         self.namespaces.http_headers = security_guard.broker_client_headers(config)
         #: The topics' schemas, stored in the metadata store.
@@ -145,7 +145,7 @@ class BrokerService:
         ledger = await self.ledger_factory.open(name.persistence_name, ledger_config)
         topic = PersistentTopic(
             name, ledger, self.config.dispatcher_max_read_batch_size,
-            self.config.subscription_redelivery_tracker_enabled,
+            track_redeliveries=self.config.subscription_redelivery_tracker_enabled,
             max_read_bytes=self.config.dispatcher_max_read_size_bytes,
             key_shared_replica_points=self.config.key_shared_replica_points,
             recorder=self.telemetry,

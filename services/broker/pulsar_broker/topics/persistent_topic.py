@@ -66,7 +66,7 @@ class _Waiter:
 
 class PersistentTopic:
     def __init__(self, name: naming.TopicName, ledger: ml.ManagedLedger, max_read_batch: int,
-                 track_redeliveries: bool = True,
+                 *, track_redeliveries: bool = True,
                  max_read_bytes: int = dispatch.MAX_READ_BYTES,
                  compaction: compactor.TopicCompaction | None = None,
                  key_shared_replica_points: int = 0,

@@ -50,7 +50,8 @@ class Brokers:
 
     async def broker(self, urls: BrokerUrls) -> NamespaceService:
         service = NamespaceService(resources.PulsarResources(await self.store()), urls,
-                                   urls.http_url.removeprefix("http://"), "local", "test")
+                                   broker_id=urls.http_url.removeprefix("http://"),
+                                   cluster="local", version="test")
         await service.start()
         self.services.append(service)
         return service

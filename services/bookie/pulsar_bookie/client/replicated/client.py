@@ -61,8 +61,8 @@ class ReplicatedLedgerClient:
             (ensemble_size, write_quorum_size, ack_quorum_size), tuple(ensemble),
             self._now_ms(), custom_metadata, password)
         versioned = await self._meta.create(metadata)
-        return ReplicatedWriteHandle(versioned, self._meta, self._pool, self._source,
-                                     self._settings, self._rng)
+        return ReplicatedWriteHandle(versioned, self._meta, self._pool, source=self._source,
+                                     settings=self._settings, rng=self._rng)
 
     async def open_ledger(
         self, ledger_id: types.LedgerId, *, recovery: bool = True, password: bytes = b""

@@ -49,6 +49,7 @@ class ReplicatedWriteHandle(ReplicatedReadHandle):
         versioned: ledger_metadata.VersionedMetadata,
         meta: ledger_metadata.LedgerMetadataStore,
         pool: bookie_rpc.BookieRpcPool,
+        *,
         source: placement.BookieSource,
         settings: ClientSettings,
         rng: random.Random,
