@@ -9,5 +9,13 @@ class PulsarError(Exception):
     retriable: bool = False
 
 
+def is_retriable(exc: BaseException) -> bool:
+    """Whether the same call may succeed later: our errors say so with their `retriable`
+    flag; a timeout or a broken connection is retriable by nature."""
+    if isinstance(exc, PulsarError):
+        return exc.retriable
+    return isinstance(exc, TimeoutError | ConnectionError)
+
+
 class ConfigError(PulsarError):
     """A configuration file or command-line option is invalid."""

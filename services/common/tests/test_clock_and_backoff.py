@@ -1,12 +1,12 @@
-"""The shared clock and the named retry delays (pure: no sleeping, no real time)."""
+"""The shared clock, the named retry delays and the retriable test (pure: no sleeping, no real time)."""
 
 from __future__ import annotations
 
 import random
 
 import pytest
-
-from pulsar_common import backoff, clock
+from pulsar_common import backoff, clock, errors
+from pulsar_common.metadata import errors as metadata_errors
 
 
 def test_manual_clock_moves_only_when_advanced() -> None:
@@ -72,3 +72,16 @@ def test_a_policy_whose_delays_would_shrink_or_go_negative_is_refused(
         fields: dict[str, float]) -> None:
     with pytest.raises(ValueError):
         backoff.BackoffPolicy(**fields)
+
+
+@pytest.mark.parametrize(("exc", "expected"), [
+    (errors.PulsarError("refused"), False),
+    (metadata_errors.StoreUnavailableError("etcd down"), True),
+    (metadata_errors.NotFoundError("/x"), False),
+    (TimeoutError(), True),
+    (ConnectionResetError(), True),
+    (ValueError("bad"), False),
+])
+def test_retriable_is_the_flag_of_our_errors_and_the_nature_of_timeouts(
+        exc: BaseException, expected: bool) -> None:
+    assert errors.is_retriable(exc) is expected

@@ -30,6 +30,7 @@ import logging
 import random
 
 from pulsar_common import clock
+from pulsar_common import errors as common_errors
 from pulsar_common.metadata import api as metadata_api
 from pulsar_common.metadata import errors as metadata_errors
 from pulsar_common.metadata import tasks as metadata_tasks
@@ -154,7 +155,10 @@ class ReplicationWorker:
             return await self.replicate(ledger_id)
         except (errors.BookieError, TimeoutError, OSError) as exc:
             self.stats.failures += 1
-            log.warning("ledger %s: re-replication failed, will retry: %s", ledger_id, exc)
+            # A bookie or the store out of reach is expected while the cluster heals;
+            # anything else (a refused key, a corrupt entry) needs an operator's eye.
+            level = logging.INFO if common_errors.is_retriable(exc) else logging.WARNING
+            log.log(level, "ledger %s: re-replication failed, will retry: %s", ledger_id, exc)
             return False
         finally:
             await self._marks.unlock(ledger_id)
