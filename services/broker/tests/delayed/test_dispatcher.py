@@ -13,13 +13,14 @@ from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.subscriptions import delayed_delivery as dd
 from pulsar_broker.subscriptions.consumer import Consumer, SubType
 from pulsar_broker.subscriptions.shared import SharedDispatcher
+from pulsar_common import clock
 from pulsar_common.wire import pulsar_api_pb2 as pb
 
 TICK_MS = 10
 
 
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
+#: Wall-clock time, as the delayed-delivery tracker reads it.
+now_ms = clock.wall_clock_ms
 
 
 def entry_bytes(sequence_id: int, deliver_at_ms: int) -> bytes:
