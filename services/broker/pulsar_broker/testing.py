@@ -17,9 +17,10 @@ if TYPE_CHECKING:
     import pulsar
     from pulsar_bookie.client import local
     from pulsar_bookie.storage import engine
+    from pulsar_common import clock
     from pulsar_common.metadata import rocksdb
 
-    from pulsar_broker.managed_ledger import clock, factory
+    from pulsar_broker.managed_ledger import factory
 
 
 class ServiceProcess:

@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from pulsar_broker import testing as broker_testing
-from pulsar_broker.managed_ledger import clock
 from pulsar_broker.managed_ledger import factory as ml_factory
+from pulsar_common import clock
 
 #: delayedDeliveryTickTimeMillis of the test standalones.
 TICK_MS = 100
