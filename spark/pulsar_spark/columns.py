@@ -25,7 +25,7 @@ METADATA_COLUMNS = ("__key", "__topic", "__partition", "__message_id", "__publis
                     "__event_time", "__sequence_id", "__producer_name", "__properties")
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Chunk:
     """The messages of one entry that go into a record batch."""
 

@@ -395,9 +395,11 @@ class EntryDecoder:
             layout = next(batches) if p.batched else unpack.single(p.metadata, start,
                                                                    start + len(p.body))
             if len(layout):
-                chunks.append(columns.Chunk(p.ledger_id, p.entry_id, p.metadata.publish_time,
-                                            p.metadata.producer_name, p.batched, layout,
-                                            _schema_version(p.metadata)))
+                chunks.append(columns.Chunk(
+                    ledger_id=p.ledger_id, entry_id=p.entry_id,
+                    publish_time=p.metadata.publish_time,
+                    producer_name=p.metadata.producer_name, batched=p.batched, layout=layout,
+                    schema_version=_schema_version(p.metadata)))
         return chunks
 
 

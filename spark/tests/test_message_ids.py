@@ -11,7 +11,8 @@ def _chunk(ledger_id: int, entry_id: int, count: int, *, batched: bool) -> colum
     positions = np.arange(count, dtype=np.int64)
     layout = unpack.Layout(starts=positions, ends=positions, sequence_ids=positions,
                            event_times=positions)
-    return columns.Chunk(ledger_id, entry_id, 0, "p", batched, layout)
+    return columns.Chunk(ledger_id=ledger_id, entry_id=entry_id, publish_time=0,
+                         producer_name="p", batched=batched, layout=layout)
 
 
 def _expected(chunks: list[columns.Chunk], partition: int) -> list[str]:

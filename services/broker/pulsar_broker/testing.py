@@ -280,7 +280,7 @@ STACK_ML_CONFIG: dict[str, Any] = {
 }
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(kw_only=True)
 class ManagedLedgerStack:
     """One broker's worth of in-process storage under root: a bookie engine, a RocksDB
     metadata store, the local ledger client and a managed-ledger factory over them."""
@@ -338,7 +338,8 @@ async def start_managed_ledger_stack(
     ml_factory = factory.ManagedLedgerFactoryImpl(
         store, client, managed_config, now_ms=manual_clock, maintenance_interval_s=None
     )
-    return ManagedLedgerStack(root, manual_clock, storage, store, client, ml_factory)
+    return ManagedLedgerStack(root=root, clock=manual_clock, storage=storage, store=store,
+                              client=client, factory=ml_factory)
 
 
 class RecordingConnection:

@@ -43,7 +43,7 @@ class BookieState(enum.Enum):
     READ_ONLY = "readonly"
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class BookieInfo:
     """What a bookie tells the cluster about itself."""
 

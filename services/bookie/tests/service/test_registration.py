@@ -85,8 +85,9 @@ async def test_registration_appears_and_vanishes_when_the_process_is_killed(
 
 def test_registration_json_round_trips_and_tolerates_missing_optional_fields() -> None:
     info = registration.BookieInfo(
-        types.BookieId("bk-1:3181"), registration.BookieState.READ_ONLY, "10.0.0.1:3181",
-        "http://bk-1:8000", "/zone-b", "abc",
+        bookie_id=types.BookieId("bk-1:3181"), state=registration.BookieState.READ_ONLY,
+        address="10.0.0.1:3181", http_address="http://bk-1:8000", rack="/zone-b",
+        instance_id="abc",
     )
     assert registration.BookieInfo.from_json(info.to_json()) == info
     minimal = registration.BookieInfo.from_json(b'{"bookieId": "bk-2:3181", "state": "available"}')

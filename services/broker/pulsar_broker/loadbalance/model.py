@@ -35,7 +35,7 @@ class ResourceUsage:
         return cls(float(value.get("usage") or 0.0), float(value.get("limit") or 0.0))
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class BundleStats:
     """Apache's NamespaceBundleStats of one bundle a broker owns."""
 
@@ -68,10 +68,13 @@ class BundleStats:
 
     @classmethod
     def from_json(cls, value: Mapping[str, Any]) -> BundleStats:
-        return cls(float(value.get("msgRateIn") or 0.0), float(value.get("msgRateOut") or 0.0),
-                   float(value.get("msgThroughputIn") or 0.0),
-                   float(value.get("msgThroughputOut") or 0.0), int(value.get("topics") or 0),
-                   int(value.get("producerCount") or 0), int(value.get("consumerCount") or 0))
+        return cls(msg_rate_in=float(value.get("msgRateIn") or 0.0),
+                   msg_rate_out=float(value.get("msgRateOut") or 0.0),
+                   msg_throughput_in=float(value.get("msgThroughputIn") or 0.0),
+                   msg_throughput_out=float(value.get("msgThroughputOut") or 0.0),
+                   topics=int(value.get("topics") or 0),
+                   producer_count=int(value.get("producerCount") or 0),
+                   consumer_count=int(value.get("consumerCount") or 0))
 
 
 @dataclasses.dataclass(frozen=True)

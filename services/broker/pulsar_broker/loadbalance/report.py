@@ -85,12 +85,14 @@ class LoadSampler:
 
             current = stats[str(bundle)]
             stats[str(bundle)] = model.BundleStats(
-                current.msg_rate_in + rate(now.msg_in, before.msg_in),
-                current.msg_rate_out + rate(now.msg_out, before.msg_out),
-                current.msg_throughput_in + rate(now.bytes_in, before.bytes_in),
-                current.msg_throughput_out + rate(now.bytes_out, before.bytes_out),
-                current.topics + 1, current.producer_count + len(topic.producers),
-                current.consumer_count + len(consumers))
+                msg_rate_in=current.msg_rate_in + rate(now.msg_in, before.msg_in),
+                msg_rate_out=current.msg_rate_out + rate(now.msg_out, before.msg_out),
+                msg_throughput_in=current.msg_throughput_in + rate(now.bytes_in, before.bytes_in),
+                msg_throughput_out=current.msg_throughput_out
+                + rate(now.bytes_out, before.bytes_out),
+                topics=current.topics + 1,
+                producer_count=current.producer_count + len(topic.producers),
+                consumer_count=current.consumer_count + len(consumers))
         self._out.end_pass()
         self._topics = seen
         return stats

@@ -150,10 +150,12 @@ class RocksdbMetadataStore:
         current = self._shared.read(key)
         now = clock.wall_clock_ms()
         if current is None:
-            record = Record(b"0", 0, now, now, False, 0)
+            record = Record(value=b"0", version=0, creation_ms=now, modification_ms=now,
+                            ephemeral=False, session_id=0)
         else:
-            record = Record(str(int(current.value) + 1).encode(), current.version + 1,
-                            current.creation_ms, now, False, 0)
+            record = Record(value=str(int(current.value) + 1).encode(),
+                            version=current.version + 1, creation_ms=current.creation_ms,
+                            modification_ms=now, ephemeral=False, session_id=0)
         self._shared.write(key, record)
         self._shared.publish(
             api.NotificationType.CREATED if current is None else api.NotificationType.MODIFIED,

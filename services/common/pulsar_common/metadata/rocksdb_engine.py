@@ -42,7 +42,7 @@ _FORMAT = 1
 _FLAG_EPHEMERAL = 0x01
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Record:
     value: bytes
     version: int
@@ -61,8 +61,9 @@ class Record:
         fmt, flags, version, ctime, mtime, session = _HEADER.unpack_from(raw)
         if fmt != _FORMAT:
             raise errors.MetadataStoreError(f"unknown metadata record format {fmt}")
-        return cls(raw[_HEADER.size:], version, ctime, mtime,
-                   bool(flags & _FLAG_EPHEMERAL), session)
+        return cls(value=raw[_HEADER.size:], version=version, creation_ms=ctime,
+                   modification_ms=mtime, ephemeral=bool(flags & _FLAG_EPHEMERAL),
+                   session_id=session)
 
     def stat(self, path: str) -> api.Stat:
         return api.Stat(path, self.version, self.creation_ms, self.modification_ms,
