@@ -91,9 +91,9 @@ async def _drain(subscription: Any, connections: list[_Connection], count: int,
 async def _measure(root: pathlib.Path, entries: int) -> dict[str, float]:
     from pulsar_broker import testing as broker_testing
     from pulsar_broker.managed_ledger import api as ml
-    from pulsar_broker.managed_ledger import clock
     from pulsar_broker.subscriptions.consumer import Consumer, SubType
     from pulsar_broker.subscriptions.subscription import Subscription
+    from pulsar_common import clock
 
     stack = await broker_testing.start_managed_ledger_stack(
         root, clock.ManualClock(), max_entries_per_ledger=5000, cursor_position_flush_seconds=1.0)

@@ -31,7 +31,9 @@ def cluster(tmp_path) -> Iterator[local_cluster.LocalCluster]:
     # Every entry on every bookie: pausing any one of them holds every add.
     running = local_cluster.LocalCluster(
         tmp_path / "cluster", bookies=3, brokers=1, ensemble=3, write_quorum=3, ack_quorum=3,
-        broker_overrides={"brokerDeduplicationEnabled": "true"}, journal_sync=False)
+        broker_overrides={"brokerDeduplicationEnabled": "true",
+                          "defaultRetentionTimeInMinutes": "-1", "defaultRetentionSizeInMB": "-1"},
+        journal_sync=False)
     running.start()
     yield running
     running.stop()

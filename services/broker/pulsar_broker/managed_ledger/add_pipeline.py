@@ -6,7 +6,11 @@ completed strictly in the order adds were made, as soon as it and every
 earlier add are done, whatever order the bookies answer in. The pipeline does
 not know about ledger lists or rollover: its owner (an `AddTarget`) says
 where an add goes now, or that adds must wait; it is told of each durable
-entry and of each failed write.
+entry and of each failed write, and says whether the add fails or is written
+again: an add whose ledger broke (its writer gave up on a bookie) goes back
+to the head of the queue, still ahead of every later add, and is written to
+the next ledger, as Apache's managed ledger re-submits the pending adds of a
+failed ledger. Such an add still fails once it waited the add timeout.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ class AddOp:
     position: api.Position | None = None
     error: BaseException | None = None
     done: bool = False
+    #: Its ledger broke: to be written again on the next one.
+    requeue: bool = False
 
 
 class AddTarget(Protocol):
@@ -47,8 +53,9 @@ class AddTarget(Protocol):
 
     def write_failed(
         self, handle: client_api.WriteHandle, failure: BaseException
-    ) -> errors.ManagedLedgerError:
-        """A write to handle failed: react (fence, roll over) and say what the add gets."""
+    ) -> errors.ManagedLedgerError | None:
+        """A write to handle failed: react (fence, roll over) and say what the add gets,
+        or None to write it again on the next ledger."""
 
     def entry_added(self, position: api.Position, data: bytes) -> None:
         """An add became durable, in call order."""
@@ -70,7 +77,11 @@ class AddPipeline:
         self._now_ms = now_ms
         self._spawn = spawn
         self._queue: collections.deque[AddOp] = collections.deque()
+        #: How many adds at the head of the queue came back from a broken ledger.
+        self._requeued = 0
         self._inflight: collections.deque[AddOp] = collections.deque()
+        self._drained = asyncio.Event()
+        self._drained.set()
         self._idle = asyncio.Event()
         self._idle.set()
         #: Whether something besides adds (a rollover) keeps the pipeline busy.
@@ -84,6 +95,11 @@ class AddPipeline:
     @property
     def in_flight(self) -> bool:
         return bool(self._inflight)
+
+    @property
+    def requeued(self) -> int:
+        """Adds waiting to be written again after their ledger broke."""
+        return self._requeued
 
     def accept(self, data: bytes) -> asyncio.Future[api.Position]:
         if len(self._queue) + len(self._inflight) >= PENDING_ADDS_MAX:
@@ -103,10 +119,16 @@ class AddPipeline:
             handle = self._target.handle_for(len(self._queue[0].data))
             if handle is None:
                 break
-            op = self._queue.popleft()
+            op = self._pop_queued()
             self._inflight.append(op)
+            self._drained.clear()
             self._start_write(op, handle)
         self.update_idle()
+
+    def _pop_queued(self) -> AddOp:
+        if self._requeued:
+            self._requeued -= 1
+        return self._queue.popleft()
 
     def hold(self, held: bool) -> None:
         """Keep wait_idle waiting (a rollover runs) or let it go."""
@@ -160,6 +182,7 @@ class AddPipeline:
             op.position = api.Position(handle.ledger_id, entry_id)
         else:
             op.error = self._target.write_failed(handle, failure)
+            op.requeue = op.error is None
         op.done = True
         self._complete_ready()
 
@@ -168,12 +191,19 @@ class AddPipeline:
         added = False
         while self._inflight and self._inflight[0].done:
             op = self._inflight.popleft()
-            if op.position is not None:
+            if op.requeue:
+                # Behind the adds requeued before it, ahead of every add made later.
+                op.requeue = op.done = False
+                self._queue.insert(self._requeued, op)
+                self._requeued += 1
+            elif op.position is not None:
                 self._target.entry_added(op.position, op.data)
                 added = True
                 resolve(op.future, op.position)
             else:
                 fail(op.future, op.error or errors.ManagedLedgerWriteError("add failed"))
+        if not self._inflight:
+            self._drained.set()
         if added:
             self._target.entries_added()
         self.pump()
@@ -181,7 +211,7 @@ class AddPipeline:
     def fail_queued(self, error: errors.ManagedLedgerError) -> None:
         """Fail every add not yet handed to a ledger."""
         while self._queue:
-            fail(self._queue.popleft().future, error)
+            fail(self._pop_queued().future, error)
         self.update_idle()
 
     def expire_waiting(self, timeout_ms: int, failure: BaseException) -> None:
@@ -190,7 +220,7 @@ class AddPipeline:
             return
         now = self._now_ms()
         while self._queue and now - self._queue[0].accepted_ms >= timeout_ms:
-            fail(self._queue.popleft().future, errors.ManagedLedgerWriteError(
+            fail(self._pop_queued().future, errors.ManagedLedgerWriteError(
                 f"{self._name}: no ledger to write to for {timeout_ms / 1000:g} s: {failure}"))
         self.update_idle()
 
@@ -213,10 +243,9 @@ class AddPipeline:
             self.update_idle()
 
     async def inflight_drained(self) -> None:
-        """Until every add handed to a ledger so far is done."""
+        """Until every add handed to a ledger so far is done (or back in the queue)."""
         while self._inflight:
-            waiter = self._inflight[-1].future
-            await asyncio.wait([waiter])
+            await self._drained.wait()
 
 
 def resolve(future: asyncio.Future[api.Position], value: api.Position) -> None:

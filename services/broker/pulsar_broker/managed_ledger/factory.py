@@ -13,9 +13,10 @@ import logging
 from collections.abc import Callable
 
 from pulsar_bookie.client import api as client_api
+from pulsar_common import clock
 from pulsar_common.metadata import api as metadata_api
 
-from pulsar_broker.managed_ledger import api, cache, clock, config, cursor, errors, ledger, metadata
+from pulsar_broker.managed_ledger import api, cache, config, cursor, errors, ledger, metadata
 
 log = logging.getLogger(__name__)
 

@@ -92,6 +92,8 @@ class ManagedLedgerImpl:
         self._cursors = cursor_registry.CursorRegistry(self, self._list.meta)
         #: Entries added by this instance since it was opened (Pulsar's entriesAddedCounter).
         self.entries_added_counter = 0
+        #: Why the last ledger write failed (what adds that then time out are told).
+        self.last_write_failure: BaseException | None = None
 
     # -- read-only views -------------------------------------------------------
 
@@ -336,12 +338,20 @@ class ManagedLedgerImpl:
 
     def write_failed(
         self, handle: client_api.WriteHandle, failure: BaseException
-    ) -> errors.ManagedLedgerError:
+    ) -> errors.ManagedLedgerError | None:
         if isinstance(failure, bookie_errors.LedgerFencedError):
             self.fence(f"ledger {handle.ledger_id} was fenced by another writer")
             return errors.ManagedLedgerFencedError(f"{self._name}: ledger fenced: {failure}")
+        if self._state is not State.OPEN:
+            return errors.ManagedLedgerWriteError(f"{self._name}: add failed: {failure}")
+        # The ledger is sealed at its last confirmed entry and replaced; this add, and the
+        # ones after it, are written to the next ledger (within the add timeout).
+        if not self._list.current_broken:
+            log.warning("%s: ledger %s failed (%s); its pending adds go to the next ledger",
+                        self._name, handle.ledger_id, failure)
         self._list.current_broken = True
-        return errors.ManagedLedgerWriteError(f"{self._name}: add failed: {failure}")
+        self.last_write_failure = failure
+        return None
 
     def entry_added(self, position: api.Position, data: bytes) -> None:
         ledgers = self._list

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from pulsar_broker import testing as broker_testing
-from pulsar_broker.managed_ledger import clock
+from pulsar_common import clock
 
 #: The stack of one broker: bookie engine, metadata store, ledger client, ML factory.
 Stack = broker_testing.ManagedLedgerStack

@@ -17,10 +17,12 @@ class ScriptedHandle:
     def __init__(self, ledger_id: int) -> None:
         self.ledger_id = ledger_id
         self.writes: list[asyncio.Future[int]] = []
+        self.payloads: list[bytes] = []
 
     def append_future(self, payload: bytes) -> asyncio.Future[int]:
         written: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self.writes.append(written)
+        self.payloads.append(payload)
         return written
 
     def complete(self, index: int) -> None:
@@ -140,3 +142,74 @@ async def test_waiting_adds_expire_after_the_add_timeout_oldest_first() -> None:
         old.result()
     assert not young.done() and pipeline.waiting == 1
     assert pipeline.until_first_expires_ms(0) is None
+
+
+class RequeueingTarget(Target):
+    """As a managed ledger does: a broken ledger's adds go to the next ledger, and no add
+    is handed out until the test names that ledger (the rollover)."""
+
+    def write_failed(self, handle: object, failure: BaseException) -> None:  # type: ignore[override]
+        self.failed.append(failure)
+        self.handle = None
+        return None
+
+
+async def test_adds_of_a_broken_ledger_go_to_the_next_one_in_order_ahead_of_later_adds() -> None:
+    broken, following = ScriptedHandle(7), ScriptedHandle(8)
+    target = RequeueingTarget(broken)
+    pipeline = make(target)
+    a, b, c = (pipeline.accept(payload) for payload in (b"a", b"b", b"c"))
+    broken.complete(0)
+    # The writer fails its pending adds; their callbacks may run in any order.
+    broken.writes[2].set_exception(OSError("bookie gone"))
+    broken.writes[1].set_exception(OSError("bookie gone"))
+    await asyncio.sleep(0)
+    assert a.result() == api.Position(7, 0)
+    assert not b.done() and not c.done()
+    assert pipeline.requeued == 2 and pipeline.waiting == 2
+    await asyncio.wait_for(pipeline.inflight_drained(), 1)
+    d = pipeline.accept(b"d")
+    target.handle = following
+    pipeline.pump()
+    assert following.payloads == [b"b", b"c", b"d"] and pipeline.requeued == 0
+    for index in range(3):
+        following.complete(index)
+    await asyncio.sleep(0)
+    assert [f.result() for f in (b, c, d)] == [api.Position(8, i) for i in range(3)]
+    assert target.added == [api.Position(7, 0)] + [api.Position(8, i) for i in range(3)]
+    await asyncio.wait_for(pipeline.wait_idle(), 1)
+
+
+async def test_requeued_adds_still_fail_once_they_waited_the_add_timeout() -> None:
+    clock = Clock()
+    target = RequeueingTarget(ScriptedHandle(7))
+    pipeline = make(target, clock)
+    requeued = pipeline.accept(b"a")
+    target.handle.writes[0].set_exception(OSError("bookie gone"))  # type: ignore[union-attr]
+    await asyncio.sleep(0)
+    later = pipeline.accept(b"b")
+    assert pipeline.requeued == 1 and pipeline.waiting == 2
+    clock.now += 1000
+    pipeline.expire_waiting(1000, RuntimeError("bookie gone"))
+    # Both waited the timeout; the requeued one, accepted first, fails first.
+    with pytest.raises(errors.ManagedLedgerWriteError, match="bookie gone"):
+        requeued.result()
+    with pytest.raises(errors.ManagedLedgerWriteError):
+        later.result()
+    assert pipeline.requeued == 0 and pipeline.waiting == 0
+
+
+async def test_a_fenced_ledger_fails_its_adds_at_once_instead_of_requeueing_them() -> None:
+    class FencedTarget(Target):
+        def write_failed(self, handle: object, failure: BaseException) -> errors.ManagedLedgerError:
+            self.handle = None
+            return errors.ManagedLedgerFencedError("fenced by another writer")
+
+    target = FencedTarget(ScriptedHandle(7))
+    pipeline = make(target)
+    add = pipeline.accept(b"a")
+    target.handle.writes[0].set_exception(OSError("fenced"))  # type: ignore[union-attr]
+    await asyncio.sleep(0)
+    with pytest.raises(errors.ManagedLedgerFencedError):
+        add.result()
+    assert pipeline.requeued == 0

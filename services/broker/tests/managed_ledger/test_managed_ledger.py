@@ -278,15 +278,24 @@ def test_ledger_metadata_shape_is_unchanged_by_the_client_api() -> None:
     assert issubclass(bookie_errors.LedgerFencedError, bookie_errors.BookieError)
 
 
-async def test_adds_fail_cleanly_when_the_bookie_stops(stack: Any) -> None:
+async def test_adds_move_to_new_ledgers_and_fail_after_the_add_timeout_when_the_bookie_stops(
+    stack: Any,
+) -> None:
     ml = await stack.factory.open(NAME)
     await ml.add_entry(b"before")
+    first = ml.current_ledger_id
     await stack.storage.close()
-    with pytest.raises(errors.ManagedLedgerWriteError):
-        await asyncio.wait_for(ml.add_entry(b"refused"), WAIT_S)
-    # The broken ledger is abandoned for a new one, whose write fails the same way.
-    with pytest.raises(errors.ManagedLedgerWriteError):
-        await asyncio.wait_for(ml.add_entry(b"refused again"), WAIT_S)
+    add = asyncio.ensure_future(ml.add_entry(b"refused"))
+    # Its ledger breaks: the add is written again on the next ledger, and the next, with
+    # a growing pause, instead of failing at once.
+    deadline = asyncio.get_running_loop().time() + WAIT_S
+    while ml.current_ledger_id < first + 2:
+        assert asyncio.get_running_loop().time() < deadline, "no new ledger was tried"
+        await asyncio.sleep(0.01)
+    assert not add.done()
+    stack.clock.advance(seconds=ml.config.add_entry_timeout_seconds)
+    with pytest.raises(errors.ManagedLedgerWriteError, match="storage is closed"):
+        await asyncio.wait_for(add, WAIT_S)
     assert ml.last_confirmed_entry.entry_id == 0
 
 

@@ -13,8 +13,8 @@ from pulsar_bookie.client.replicated import client as replicated_client
 from pulsar_bookie.net import client as net_client
 from pulsar_bookie.service import testing as bookie_testing
 from pulsar_broker import cluster_broker
-from pulsar_broker.managed_ledger import api, clock, config, factory
-from pulsar_common import testing
+from pulsar_broker.managed_ledger import api, config, factory
+from pulsar_common import clock, testing
 from pulsar_common.metadata import rocksdb
 
 NAME = "public/default/persistent/replicated"

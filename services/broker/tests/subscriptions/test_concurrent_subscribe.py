@@ -14,10 +14,9 @@ from collections.abc import AsyncIterator
 import pytest
 from pulsar_broker import testing as broker_testing
 from pulsar_broker.managed_ledger import api as ml
-from pulsar_broker.managed_ledger import clock
 from pulsar_broker.subscriptions.consumer import Consumer, SubType
 from pulsar_broker.topics.persistent_topic import PersistentTopic
-from pulsar_common import naming
+from pulsar_common import clock, naming
 
 NAME = "persistent://public/default/concurrent-subscribe"
 

@@ -9,7 +9,6 @@ import pytest
 from pulsar_broker import errors
 from pulsar_broker import testing as broker_testing
 from pulsar_broker.managed_ledger import api as ml
-from pulsar_broker.managed_ledger import clock
 from pulsar_broker.subscriptions.consumer import (
     Consumer,
     Dispatched,
@@ -17,6 +16,7 @@ from pulsar_broker.subscriptions.consumer import (
     unacknowledged_in,
 )
 from pulsar_broker.subscriptions.subscription import Subscription
+from pulsar_common import clock
 
 
 def test_unacknowledged_messages_are_the_set_bits_of_every_word_sign_bit_included() -> None:

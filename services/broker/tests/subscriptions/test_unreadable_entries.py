@@ -14,9 +14,9 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 from pulsar_broker import testing as broker_testing
 from pulsar_broker.managed_ledger import api as ml
-from pulsar_broker.managed_ledger import clock
 from pulsar_broker.subscriptions.consumer import Consumer, SubType
 from pulsar_broker.subscriptions.subscription import Subscription
+from pulsar_common import clock
 from pulsar_common.wire import pulsar_api_pb2 as pb
 
 NAME = "public/default/persistent/unreadable"
