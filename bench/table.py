@@ -92,16 +92,18 @@ def _lite_plus_fsync(ours: Figures, lite: Figures, disk: Figures) -> float | Non
 
 ROWS = (
     Row("batched produce msg/s (1000/batch, 1 ms)", "produce_msg_per_s", True,
-        ">= 0.8x lite", _times(0.8, "produce_msg_per_s", "lite")),
+        ">= 1.2x lite", _times(1.2, "produce_msg_per_s", "lite")),
     Row("consume just-written backlog msg/s", "consume_msg_per_s", True,
-        ">= 0.8x lite", _times(0.8, "consume_msg_per_s", "lite")),
+        ">= 1.0x lite", _times(1.0, "consume_msg_per_s", "lite")),
     Row("unbatched sync publish p50 ms", "sync_p50_ms", False,
         "<= lite p50 + fsync p50", _lite_plus_fsync),
     Row("unbatched sync publish p99 ms", "sync_p99_ms", False,
         "<= 2x our p50", _times(2.0, "sync_p50_ms", "ours")),
     Row(f"create {PRODUCERS_TO_CREATE:,} producers, new topics /s", "create_per_s", True,
-        ">= 0.8x lite", _times(0.8, "create_per_s", "lite")),
+        ">= 1.0x lite", _times(1.0, "create_per_s", "lite")),
     Row("64 KiB unbatched produce MB/s", "large_mb_per_s", True,
+        ">= 1.0x lite", _times(1.0, "large_mb_per_s", "lite")),
+    Row("64 KiB unbatched produce MB/s, vs the disk", "large_mb_per_s", True,
         ">= 0.5x disk seq write", _times(0.5, "seq_write_mb_per_s", "disk")),
 )
 #: The broker process's CPU per unit of work, printed under the table (no goal).
