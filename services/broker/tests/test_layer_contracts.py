@@ -38,9 +38,6 @@ PACKAGE_ROOTS = [
 
 #: Cycles that exist today, each as the set of modules in it.
 KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"pulsar_broker.server.connection", "pulsar_broker.server.handlers"}):
-        "the command handlers and the connection that dispatches to them; to be split by "
-        "the server/ owner (issue 11)",
     frozenset({"pulsar_spark.source", "pulsar_spark.stream"}):
         "the batch source hands out the streaming reader it shares planning with (issue 11)",
 }

@@ -10,7 +10,6 @@ cannot be decoded closes this connection only.
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
 import ssl
 import typing
@@ -27,12 +26,8 @@ from pulsar_common.wire import pulsar_api_pb2 as pb
 from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.security import guard as security_guard
 from pulsar_broker.server import auth, commands, connection_limits, handlers
+from pulsar_broker.server.handles import ConsumerHandle, ProducerHandle
 from pulsar_broker.service.broker_service import BrokerService
-from pulsar_broker.subscriptions.consumer import Consumer
-from pulsar_broker.subscriptions.subscription import Subscription
-from pulsar_broker.topics.non_persistent.subscription import NonPersistentSubscription
-from pulsar_broker.topics.non_persistent.topic import NonPersistentTopic
-from pulsar_broker.topics.persistent_topic import PersistentTopic, Producer
 
 log = logging.getLogger(__name__)
 T = pb.BaseCommand
@@ -48,33 +43,6 @@ OUTBOUND_BATCH_BYTES = 256 * 1024
 #: Reasons to stop reading a connection's frames.
 PAUSED_FOR_PENDING_SENDS = "pending-sends"
 PAUSED_FOR_PUBLISH_RATE = "publish-rate"
-
-
-class ProducerHandle:
-    """A producer as this connection sees it: receipts go back strictly in SEND order."""
-
-    def __init__(self, producer_id: int, topic: PersistentTopic | NonPersistentTopic,
-                 producer: Producer,
-                 schema_version: bytes | None = None) -> None:
-        self.producer_id = producer_id
-        self.topic = topic
-        self.producer = producer
-        #: The schema version it writes with, as PRODUCER_SUCCESS announced it.
-        self.schema_version = schema_version
-        self.in_flight: collections.deque[tuple[asyncio.Future[ml.Position], int, int, int]] = (
-            collections.deque())
-        self.closed = False
-        #: A publish failed: the connection is closing, later failures are not reported.
-        self.failed = False
-
-
-class ConsumerHandle:
-    def __init__(self, topic: PersistentTopic | NonPersistentTopic,
-                 subscription: Subscription | NonPersistentSubscription,
-                 consumer: Consumer) -> None:
-        self.topic = topic
-        self.subscription = subscription
-        self.consumer = consumer
 
 
 class ServerConnection(asyncio.Protocol):

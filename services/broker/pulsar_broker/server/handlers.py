@@ -28,13 +28,8 @@ from pulsar_broker.schema import records as schema_records
 from pulsar_broker.schema import topic_schemas
 from pulsar_broker.security import authorization as authz
 from pulsar_broker.server import commands
+from pulsar_broker.server.handles import ConsumerHandle, ProducerHandle
 from pulsar_broker.subscriptions.consumer import Consumer, SubType
-from pulsar_broker.topics.non_persistent.subscription import (
-    NonPersistentSubscription,
-    not_supported,
-)
-from pulsar_broker.topics.non_persistent.topic import NonPersistentTopic
-from pulsar_broker.topics.persistent_topic import PersistentTopic
 from pulsar_broker.topics import (
     backlog_quota,
     deduplication,
@@ -42,9 +37,15 @@ from pulsar_broker.topics import (
     policies,
     producer_access,
 )
+from pulsar_broker.topics.non_persistent.subscription import (
+    NonPersistentSubscription,
+    not_supported,
+)
+from pulsar_broker.topics.non_persistent.topic import NonPersistentTopic
+from pulsar_broker.topics.persistent_topic import PersistentTopic
 
 if TYPE_CHECKING:
-    from pulsar_broker.server.connection import ConsumerHandle, ProducerHandle, ServerConnection
+    from pulsar_broker.server.connection import ServerConnection
     from pulsar_broker.topics.persistent_topic import Producer
 
 log = logging.getLogger(__name__)
@@ -137,8 +138,6 @@ class Handlers:
         self.cnx.spawn(self._producer(request), request.request_id)
 
     async def _producer(self, request: pb.CommandProducer) -> None:
-        from pulsar_broker.server.connection import ProducerHandle
-
         existing = self.cnx.producers.get(request.producer_id)
         if existing is not None:
             self._producer_success(request.request_id, existing.producer.name,
@@ -342,8 +341,6 @@ class Handlers:
         self.cnx.spawn(self._subscribe(request), request.request_id)
 
     async def _subscribe(self, request: pb.CommandSubscribe) -> None:
-        from pulsar_broker.server.connection import ConsumerHandle
-
         if request.consumer_id in self.cnx.consumers:
             self.cnx.write(replies.success(request.request_id))
             return
