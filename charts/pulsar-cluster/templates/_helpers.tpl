@@ -39,10 +39,18 @@ A Kubernetes object name made from a Pulsar name, which may hold characters
 {{- regexReplaceAll "[^a-z0-9-]+" (lower .) "-" | trunc 63 | trimAll "-" }}
 {{- end }}
 
-{{/* A config override map (key -> scalar) written as key: "string" lines. */}}
+{{/*
+A config override map (key -> scalar) written as key: "string" lines. Helm
+reads every number in values as a float, which toString would write as
+1.048576e+07: whole numbers are written as integers instead.
+*/}}
 {{- define "pulsar-cluster.configMap" -}}
 {{- range $key, $value := . }}
+{{- if and (kindIs "float64" $value) (eq $value (floor $value)) }}
+{{ $key }}: {{ int64 $value | toString | quote }}
+{{- else }}
 {{ $key }}: {{ toString $value | quote }}
+{{- end }}
 {{- end }}
 {{- end }}
 

@@ -9,14 +9,14 @@ from typing import Any
 import helm_python
 import pytest
 import yaml
+from pulsar_operator import cluster_reconcile
 
 REPO = Path(__file__).resolve().parents[3]
 CHART = REPO / "charts" / "pulsar-cluster"
 SAMPLE_VALUES = sorted((CHART / "ci").glob("*.yaml"))
 EXAMPLE_CLUSTER = REPO / "examples" / "pulsar-cluster.yaml"
+NOW = "2026-01-01T00:00:00Z"
 CLUSTER_KEY = ("pulsar.pulsar-py.dev/v1alpha1", "PulsarCluster")
-#: A PulsarCluster spec field the chart does not offer: this release has no functions worker.
-NOT_AVAILABLE = "functionsWorker"
 
 
 def sample(name: str) -> dict[str, Any]:
@@ -33,6 +33,18 @@ def the_cluster(manifests: list[dict[str, Any]]) -> dict[str, Any]:
     clusters = of_kind(manifests, "PulsarCluster")
     assert len(clusters) == 1, f"expected one PulsarCluster, got {len(clusters)}"
     return clusters[0]
+
+
+def operator_plan(cluster: dict[str, Any]) -> list[dict[str, Any]]:
+    """The objects the operator creates for a rendered PulsarCluster."""
+    cluster = copy.deepcopy(cluster)
+    cluster["metadata"].update(uid="uid", generation=1)
+    return list(cluster_reconcile.reconcile(cluster, {}, NOW).objects)
+
+
+def planned(plan: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
+    (found,) = [m for m in plan if m["kind"] == kind and m["metadata"]["name"] == name]
+    return found
 
 
 def leaf_paths(schema: dict[str, Any], prefix: str = "") -> set[str]:
@@ -97,7 +109,7 @@ def test_sample_values_render_resources_the_crds_accept(
     validate_manifests(manifests)
 
 
-def test_every_pulsar_cluster_spec_field_but_the_functions_worker_is_reachable_from_values(
+def test_every_pulsar_cluster_spec_field_is_reachable_from_values(
     render_chart: Any, crd_types: Any
 ) -> None:
     spec_schema = crd_types[CLUSTER_KEY].schema["properties"]["spec"]
@@ -105,9 +117,7 @@ def test_every_pulsar_cluster_spec_field_but_the_functions_worker_is_reachable_f
     for values_file in SAMPLE_VALUES:
         cluster = the_cluster(render_chart(CHART, yaml.safe_load(values_file.read_text())))
         reached |= present_paths(cluster["spec"], spec_schema)
-    unavailable = {path for path in leaf_paths(spec_schema) if path.split(".")[0] == NOT_AVAILABLE}
-    assert unavailable and not reached & unavailable, "the chart must not offer the functions worker"
-    unreached = leaf_paths(spec_schema) - unavailable - reached
+    unreached = leaf_paths(spec_schema) - reached
     assert unreached == set(), "add these CRD fields to the chart (and a ci/ sample)"
 
 
@@ -126,6 +136,17 @@ def test_config_overrides_are_written_as_strings(render_chart: Any) -> None:
     assert spec["broker"]["config"]["managedLedgerDefaultEnsembleSize"] == "3"
     assert spec["bookkeeper"]["config"]["journalSyncData"] == "true"
     assert spec["proxy"]["config"]["maxConcurrentLookupRequests"] == "50000"
+    assert spec["functionsWorker"]["config"]["maxPackageSizeBytes"] == "10485760"
+
+
+def test_config_override_numbers_keep_their_digits(render_chart: Any) -> None:
+    config = {"maxMessageSize": 5242880, "managedLedgerCacheEvictionWatermark": 0.9,
+              "brokerDeleteInactiveTopicsEnabled": False, "managedLedgerMaxEntriesPerLedger": "50000"}
+    spec = the_cluster(render_chart(CHART, {"broker": {"replicas": 1, "config": config}}))["spec"]
+    assert spec["broker"]["config"] == {
+        "maxMessageSize": "5242880", "managedLedgerCacheEvictionWatermark": "0.9",
+        "brokerDeleteInactiveTopicsEnabled": "false", "managedLedgerMaxEntriesPerLedger": "50000",
+    }
 
 
 def test_empty_values_leave_fields_to_the_crd_defaults(render_chart: Any) -> None:
@@ -134,6 +155,7 @@ def test_empty_values_leave_fields_to_the_crd_defaults(render_chart: Any) -> Non
     assert "externalEndpoints" not in spec["etcd"]
     assert "storageClassName" not in spec["bookkeeper"]["journal"]
     assert "config" not in spec["broker"] and "resources" not in spec["broker"]
+    assert spec["functionsWorker"] == {"enabled": False, "replicas": 1}
     assert set(spec["podPolicy"]) == {"securityContext"}
 
 
@@ -161,6 +183,34 @@ def test_keep_on_uninstall_marks_only_the_cluster_with_the_keep_policy(render_ch
         assert "helm.sh/resource-policy" not in tenant["metadata"]["annotations"]
 
 
+def test_functions_worker_values_become_the_workers_the_operator_runs(render_chart: Any) -> None:
+    plan = operator_plan(the_cluster(render_chart(CHART, sample("full-values.yaml"))))
+    workers = planned(plan, "StatefulSet", "prod-functions-worker")
+    assert workers["spec"]["replicas"] == 2
+    (container,) = workers["spec"]["template"]["spec"]["containers"]
+    assert container["command"][:2] == ["pulsar", "functions-worker"]
+    assert container["resources"] == {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "2Gi"}}
+    conf = planned(plan, "ConfigMap", "prod-functions-worker")["data"]["functions_worker.conf"]
+    assert "maxPackageSizeBytes=10485760" in conf.splitlines()
+    assert "pulsarFunctionsCluster=prod-eu-1" in conf.splitlines()
+
+
+def test_no_functions_worker_runs_unless_enabled(render_chart: Any) -> None:
+    plan = operator_plan(the_cluster(render_chart(CHART, sample("pulsar-mini-values.yaml"))))
+    assert not [m for m in plan if "functions-worker" in m["metadata"]["name"]]
+
+
+def test_notes_say_where_pulsar_admin_reaches_the_functions_workers() -> None:
+    values = {"functionsWorker": {"enabled": True, "replicas": 3}}
+    with helm_python.Chart.load(CHART) as chart:
+        notes = chart.render(values, name="rel", namespace="pulsar")["pulsar-cluster/templates/NOTES.txt"]
+    assert "broker, proxy, functions worker StatefulSets" in notes
+    assert "pulsar-admin --admin-url http://rel-broker.pulsar.svc:8080 functions create" in notes
+    with helm_python.Chart.load(CHART) as chart:
+        notes = chart.render({}, name="rel", namespace="pulsar")["pulsar-cluster/templates/NOTES.txt"]
+    assert "functions" not in notes
+
+
 @pytest.mark.parametrize(
     ("values", "where"),
     [
@@ -168,7 +218,9 @@ def test_keep_on_uninstall_marks_only_the_cluster_with_the_keep_policy(render_ch
         ({"etcd": {"replicas": 2}}, "/etcd/replicas"),
         ({"proxy": {"serviceType": "Ingress"}}, "/proxy/serviceType"),
         ({"brokers": {"replicas": 2}}, "brokers"),
-        ({"functionsWorker": {"enabled": True}}, "functionsWorker"),
+        ({"functionsWorker": {"replicas": -1}}, "/functionsWorker/replicas"),
+        ({"functionsWorker": {"enabled": "yes"}}, "/functionsWorker/enabled"),
+        ({"functionsWorker": {"runtime": "kubernetes"}}, "runtime"),
         ({"namespaces": [{"name": "orders"}]}, "tenant"),
         ({"tenants": [{"name": "acme", "lifecyclePolicy": "Delete"}]}, "lifecyclePolicy"),
     ],
