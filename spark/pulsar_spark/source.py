@@ -1,15 +1,14 @@
 """The `pulsar` data source for Spark 4's Python Data Source API: batch reads and the writer.
 
-Thin adapter: options are parsed by `options`, planning is `catalog`, entry
-reads go through `entries`, rows are built by `decode`. Filters on
-__publish_time and __partition are used for pruning and handed back to
-Spark, which still applies them exactly. Filter pushdown needs
+Thin adapter: options are parsed by `options`, planning is `catalog`, each
+planned segment is read by `segment_reads` (as the streaming reader's are).
+Filters on __publish_time and __partition are used for pruning and handed
+back to Spark, which still applies them exactly. Filter pushdown needs
 `spark.sql.python.filterPushdown.enabled=true` (set by `register`).
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -17,31 +16,18 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import datasource as ds
 from pyspark.sql import types as T
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from pulsar_spark import (
     admin,
     catalog,
     counters,
-    decode,
-    entries,
-    errors,
     options,
     pushdown,
     schema,
+    segment_reads,
+    stream,
     topic_schema,
 )
-
-#: Bytes of entries one read call of an input partition asks for. A bookie reading an entry
-#: from its entry log reads ahead and caches the entries stored after it, so a few sequential
-#: reads in flight are mostly served from that cache; a hundred concurrent reads of large
-#: entries (batches of ~100 KB) each redo the read-ahead: measured on a standalone, 5-10x
-#: the bookie's CPU for the same entries. Tiny entries still go 128 a call.
-READ_BYTES_TARGET = 256 * 1024
-#: Entries per read call: the first call (before entry sizes are known), and the bounds.
-ENTRIES_PER_READ_FIRST = 4
-ENTRIES_PER_READ_MIN = 2
-ENTRIES_PER_READ_MAX = 128
 
 #: Named apart: `options` is also the parameter name Spark gives the data source.
 _ReadOptions = options.ReadOptions
@@ -50,12 +36,6 @@ _OPERATORS: dict[type, str] = {
     ds.EqualTo: "=", ds.GreaterThan: ">", ds.GreaterThanOrEqual: ">=",
     ds.LessThan: "<", ds.LessThanOrEqual: "<=", ds.In: "in",
 }
-
-
-class SegmentPartition(ds.InputPartition):
-    def __init__(self, planned: catalog.PlannedRead | None) -> None:
-        super().__init__(None)
-        self.planned = planned
 
 
 class PulsarDataSource(ds.DataSource):
@@ -85,8 +65,6 @@ class PulsarDataSource(ds.DataSource):
         return PulsarBatchReader(self.read_options(), self._selected(schema))
 
     def streamReader(self, schema: T.StructType) -> ds.DataSourceStreamReader:
-        from pulsar_spark import stream
-
         return stream.PulsarStreamReader(self.read_options(), self._selected(schema))
 
     def _selected(self, given: T.StructType) -> T.StructType:
@@ -146,66 +124,11 @@ class PulsarBatchReader(ds.DataSourceReader):
         counters.record(self.opts.metrics_dir, counters.ReadCounters(
             entries_probed=planner.entries_probed, partitions_planned=len(planned)))
         if not planned:
-            return [SegmentPartition(None)]  # Spark wants at least one partition
-        return [SegmentPartition(p) for p in planned]
+            return [segment_reads.SegmentPartition(None)]  # Spark wants at least one partition
+        return [segment_reads.SegmentPartition(p) for p in planned]
 
     def read(self, partition: ds.InputPartition) -> Iterator[pa.RecordBatch]:
         planned = getattr(partition, "planned", None)
         if planned is None:
             return iter(())
-        return read_segment(self.opts, self.spark_schema, planned)
-
-
-def read_segment(opts: options.ReadOptions, spark_schema: T.StructType,
-                 planned: catalog.PlannedRead) -> Iterator[pa.RecordBatch]:
-    """Record batches of one planned segment, read in chunks from the bookies."""
-    segment = planned.segment
-    decoder = decode.EntryDecoder(
-        to_arrow_schema(spark_schema, timezone="UTC"), opts.schema_type, opts.schema_definition,
-        topic=segment.partition.topic, partition=segment.partition.partition,
-        batch_rows=opts.arrow_batch_rows,
-        writer_definitions=opts.writer_definitions.get(segment.partition.topic))
-    decoder.time_range = (opts.starting_time_ms, opts.ending_time_ms)
-    source = entries.BookieEntrySource()
-    try:
-        yield from decoder.batches(_chunks(source, planned))
-    finally:
-        source.close()
-        counters.record(opts.metrics_dir, counters.ReadCounters(
-            entries_read=source.entries_read, bytes_read=source.bytes_read,
-            messages_decoded=decoder.messages_decoded))
-
-
-def _chunks(source: entries.EntrySource, planned: catalog.PlannedRead) \
-        -> Iterator[decode.StoredEntry]:
-    """The segment's entries in order; the next read is in flight while these are decoded."""
-    segment = planned.segment
-
-    def submit(first: int, count: int) -> tuple[int, concurrent.futures.Future[list[bytes]]]:
-        last = min(first + count - 1, segment.last_entry_id)
-        return first, source.submit(planned.ledger, first, last)
-
-    pending: tuple[int, concurrent.futures.Future[list[bytes]]] | None = None
-    if segment.first_entry_id <= segment.last_entry_id:
-        pending = submit(segment.first_entry_id, ENTRIES_PER_READ_FIRST)
-    try:
-        while pending is not None:
-            first, future = pending
-            stored = future.result()
-            if not stored:
-                raise errors.EntryReadError(
-                    f"ledger {segment.ledger_id}: no entries from {first} on were returned")
-            following = first + len(stored)
-            pending = None
-            if following <= segment.last_entry_id:
-                pending = submit(following, _entries_per_read(stored))
-            for offset, data in enumerate(stored):
-                yield segment.ledger_id, first + offset, data
-    finally:
-        if pending is not None:
-            pending[1].cancel()
-
-
-def _entries_per_read(stored: list[bytes]) -> int:
-    average = max(1, sum(len(d) for d in stored) // max(1, len(stored)))
-    return max(ENTRIES_PER_READ_MIN, min(ENTRIES_PER_READ_MAX, READ_BYTES_TARGET // average))
+        return segment_reads.read_segment(self.opts, self.spark_schema, planned)

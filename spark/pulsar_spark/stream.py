@@ -24,7 +24,7 @@ from pyspark.sql import datasource as ds
 from pyspark.sql import types as T
 from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow
 
-from pulsar_spark import admin, catalog, options, planning, source
+from pulsar_spark import admin, catalog, options, planning, segment_reads
 
 #: Offset of a partition before its first entry.
 BEFORE_FIRST = "-1:-1"
@@ -100,13 +100,14 @@ class PulsarStreamReader(ds.DataSourceStreamReader, SupportsTriggerAvailableNow)
             planned = planner.plan([], only=frozenset(end))
         finally:
             planner.close()
-        return [source.SegmentPartition(p) for p in planned] or [source.SegmentPartition(None)]
+        return ([segment_reads.SegmentPartition(p) for p in planned]
+                or [segment_reads.SegmentPartition(None)])
 
     def read(self, partition: ds.InputPartition) -> Iterator[pa.RecordBatch]:
         planned = getattr(partition, "planned", None)
         if planned is None:
             return iter(())
-        return source.read_segment(self.opts, self.spark_schema, planned)
+        return segment_reads.read_segment(self.opts, self.spark_schema, planned)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Release what is processed: the subscription (if any) moves to the committed offset."""

@@ -37,10 +37,7 @@ PACKAGE_ROOTS = [
 ]
 
 #: Cycles that exist today, each as the set of modules in it.
-KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"pulsar_spark.source", "pulsar_spark.stream"}):
-        "the batch source hands out the streaming reader it shares planning with (issue 11)",
-}
+KNOWN_CYCLES: dict[frozenset[str], str] = {}
 
 #: The broker's layers, top first. A module belongs to the first entry that is its name or a
 #: package above it; modules of one layer may import each other.
@@ -92,8 +89,9 @@ ADAPTER_LIBRARIES: dict[str, tuple[str, ...]] = {
     "aetcd": ("pulsar_common.metadata.etcd*",),
     "kopf": ("pulsar_operator.handlers", "pulsar_operator.kube", "pulsar_operator.process"),
     "pyspark": (
-        "pulsar_spark.job", "pulsar_spark.schema", "pulsar_spark.session", "pulsar_spark.source",
-        "pulsar_spark.stream", "pulsar_spark.tables", "pulsar_spark.writer",
+        "pulsar_spark.job", "pulsar_spark.schema", "pulsar_spark.segment_reads",
+        "pulsar_spark.session", "pulsar_spark.source", "pulsar_spark.stream",
+        "pulsar_spark.tables", "pulsar_spark.writer",
     ),
 }
 
