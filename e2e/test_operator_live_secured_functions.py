@@ -108,9 +108,9 @@ async def live(tmp_path_factory: pytest.TempPathFactory, request: pytest.Fixture
     async with live_env.running(state, NS, lambda: request.session.testsfailed > failed_before,
                                 6000) as running:
         found = Secured(running.kubeconfig, running.api, running.cluster, running.operator, NS)
-        # A printable HMAC key: the kubelet harness writes Secret files as UTF-8 text (a
-        # random binary key, as `pulsar tokens create-secret-key` makes, fails in it).
-        found.key = secrets.token_hex(32).encode()
+        # A raw HMAC key, as `pulsar tokens create-secret-key` makes it: random bytes, not
+        # UTF-8, which the mounted Secret file must hold unchanged for brokers and workers.
+        found.key = secrets.token_bytes(32)
         # The brokers' Service and their pods' names (clients reach the owner of a topic by the
         # address it advertises, its pod's DNS name), as a cert-manager Certificate would list.
         pki = testing_certs.make_pki(state / "certs", hosts=(

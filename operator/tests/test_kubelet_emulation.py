@@ -4,6 +4,7 @@ cluster's name table, probe thresholds, and the namespace wrapper of a container
 from __future__ import annotations
 
 import base64
+import os
 import pathlib
 from typing import Any
 
@@ -208,6 +209,43 @@ def test_a_container_runs_in_its_own_namespaces_with_the_cluster_names_and_its_m
     assert f"mount --bind {tmp_path}/hosts /etc/hosts" in script
     assert f"mount --bind {conf} /pulsar/conf\nmount -o remount,bind,ro /pulsar/conf" in script
     assert "hostname b-0" in script and "cd '/work dir'" in script and script.endswith('exec "$@"')
+
+
+#: A raw HMAC key as `pulsar tokens create-secret-key` writes it: bytes that are not UTF-8.
+BINARY_KEY = bytes(range(256))
+
+
+def test_secret_and_binary_config_map_volumes_hold_the_exact_bytes(tmp_path: pathlib.Path) -> None:
+    objects = {
+        ("Secret", "ns", "key"): {"data": {"secret.key": base64.b64encode(BINARY_KEY).decode()},
+                                  "stringData": {"role": "operator"}},
+        ("ConfigMap", "ns", "conf"): {"data": {"a.conf": "x=1\n"},
+                                      "binaryData": {"blob": base64.b64encode(b"\x00\xff\xfe").decode()}},
+    }
+    pod = {"metadata": {"name": "b-0", "namespace": "ns"}, "spec": {"volumes": [
+        {"name": "key", "secret": {"secretName": "key", "defaultMode": 0o400}},
+        {"name": "conf", "configMap": {"name": "conf", "items": [{"key": "blob", "path": "sub/blob"}]}},
+    ]}}
+    pod_volumes = volumes.PodVolumes(pod, tmp_path, volumes.ClaimStore(tmp_path / "claims"),
+                                     lambda kind, ns, name: objects.get((kind, ns, name)))
+    pod_volumes.prepare()
+    key_dir, conf_dir = pod_volumes.paths["key"], pod_volumes.paths["conf"]
+    assert (key_dir / "secret.key").read_bytes() == BINARY_KEY
+    assert (key_dir / "secret.key").stat().st_mode & 0o777 == 0o400
+    assert (key_dir / "role").read_bytes() == b"operator"
+    assert (conf_dir / "sub" / "blob").read_bytes() == b"\x00\xff\xfe"
+    assert not (conf_dir / "a.conf").exists()
+
+
+def test_a_binary_secret_in_the_environment_reaches_the_process_as_the_same_bytes() -> None:
+    secret = {"data": {"key": base64.b64encode(BINARY_KEY[1:]).decode()}}  # no NUL in an environment
+    container = {"env": [{"name": "KEY", "valueFrom": {"secretKeyRef": {"name": "key", "key": "key"}}}],
+                 "envFrom": [{"configMapRef": {"name": "conf"}}]}
+    objects = {("Secret", "ns", "key"): secret,
+               ("ConfigMap", "ns", "conf"): {"data": {"TEXT": "t"}, "binaryData": {"BLOB": "AAE="}}}
+    env = podspec.environment(container, POD, "127.77.0.9", lambda kind, ns, name: objects.get((kind, ns, name)))
+    assert os.fsencode(env["KEY"]) == BINARY_KEY[1:]
+    assert env["TEXT"] == "t" and "BLOB" not in env  # env reads a ConfigMap's data only, as the kubelet
 
 
 def test_harnesses_side_by_side_take_different_address_blocks(tmp_path: pathlib.Path,

@@ -46,12 +46,22 @@ def expand(text: str, env: dict[str, str]) -> str:
     return "".join(out)
 
 
+def config_bytes(kind: str, obj: dict[str, Any]) -> dict[str, bytes]:
+    """A ConfigMap's or Secret's keys as the bytes of their volume files: Secret data and
+    ConfigMap binaryData are base64 of any bytes (a raw HMAC key is not UTF-8); stringData
+    and ConfigMap data are text."""
+    text, binary = ("stringData", "data") if kind == "Secret" else ("data", "binaryData")
+    result = {k: base64.b64decode(v) for k, v in (obj.get(binary) or {}).items()}
+    result.update({k: str(v).encode() for k, v in (obj.get(text) or {}).items()})
+    return result
+
+
 def config_data(kind: str, obj: dict[str, Any]) -> dict[str, str]:
-    """A ConfigMap's or Secret's keys as text (Secret data is base64; stringData as given)."""
+    """A ConfigMap's or Secret's keys as environment values. As the kubelet, env reads a
+    ConfigMap's data only, not its binaryData; Secret bytes that are not UTF-8 stay surrogate
+    escapes, which the child's environment turns back into the same bytes."""
     if kind == "Secret":
-        result = {k: base64.b64decode(v).decode() for k, v in (obj.get("data") or {}).items()}
-        result.update({k: str(v) for k, v in (obj.get("stringData") or {}).items()})
-        return result
+        return {k: v.decode("utf-8", "surrogateescape") for k, v in config_bytes(kind, obj).items()}
     return {k: str(v) for k, v in (obj.get("data") or {}).items()}
 
 

@@ -117,13 +117,13 @@ class PodVolumes:
                 path.mkdir(parents=True, exist_ok=True)
                 return
             raise podspec.ConfigError(f"{kind} {obj_name} not found")
-        data = podspec.config_data(kind, obj)
+        data = podspec.config_bytes(kind, obj)
         mode = int(source.get("defaultMode", 0o644))
         items = source.get("items") or [{"key": k, "path": k} for k in data]
         written = set()
         for item in items:
             if item["key"] in data:
-                _write_if_changed(path / item["path"], data[item["key"]].encode(), int(item.get("mode", mode)))
+                _write_if_changed(path / item["path"], data[item["key"]], int(item.get("mode", mode)))
                 written.add(str(item["path"]))
         for stale in self._written.get(volume["name"], set()) - written:
             (path / stale).unlink(missing_ok=True)
