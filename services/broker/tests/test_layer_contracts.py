@@ -65,9 +65,6 @@ CLIENT_TOOLS_MAY_IMPORT = ("pulsar_common",)
 
 #: Imports from a lower layer up into a higher one that exist today: (importer, imported).
 KNOWN_UPWARD_IMPORTS: dict[tuple[str, str], str] = {
-    ("pulsar_broker.subscriptions.dispatcher", "pulsar_broker.topics.entry_info"):
-        "parsing an entry's metadata (count, key, deliver-at) lives in topics/; it belongs "
-        "beside the wire codec",
     ("pulsar_broker.loadbalance.report", "pulsar_broker.web.counters"):
         "load reports read the REST layer's rate counters",
     ("pulsar_broker.schema.protocol", "pulsar_broker.server.commands"):
@@ -109,7 +106,6 @@ PURE_CORES = (
     "pulsar_broker.managed_ledger.trimming",
     "pulsar_broker.subscriptions.selection",
     "pulsar_broker.subscriptions.dispatch_rate",
-    "pulsar_broker.topics.entry_info",
     "pulsar_broker.topics.publish_rate",
     "pulsar_broker.topics.subscribe_rate",
     "pulsar_broker.namespace.isolation",

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from pulsar_common import naming
 from pulsar_common.wire import commands as replies
 from pulsar_common.wire import entry as wire_entry
+from pulsar_common.wire import entry_info, frame, validation
 from pulsar_common.wire import errors as wire_errors
-from pulsar_common.wire import frame, validation
 from pulsar_common.wire import pulsar_api_pb2 as pb
 
 from pulsar_broker import errors
@@ -33,7 +33,6 @@ from pulsar_broker.subscriptions.consumer import Consumer, SubType
 from pulsar_broker.topics import (
     backlog_quota,
     deduplication,
-    entry_info,
     policies,
     producer_access,
 )

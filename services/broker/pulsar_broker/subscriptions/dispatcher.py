@@ -22,12 +22,12 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 
+from pulsar_common.wire import entry_info
 from pulsar_common.wire import errors as wire_errors
 
 from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.subscriptions import delayed_delivery, dispatch_rate
 from pulsar_broker.subscriptions.consumer import Consumer, Dispatched
-from pulsar_broker.topics import entry_info
 
 log = logging.getLogger(__name__)
 

@@ -21,9 +21,10 @@ import asyncio
 import enum
 import logging
 
+from pulsar_common.wire import entry_info
+
 from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
-from pulsar_broker.topics import entry_info
 
 log = logging.getLogger(__name__)
 

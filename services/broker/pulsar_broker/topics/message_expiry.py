@@ -9,8 +9,9 @@ cumulative acknowledgement.
 
 from __future__ import annotations
 
+from pulsar_common.wire import entry_info
+
 from pulsar_broker.managed_ledger import api as ml
-from pulsar_broker.topics import entry_info
 
 
 async def newest_expired(cursor: ml.ManagedCursor, cutoff_ms: int) -> ml.Position | None:

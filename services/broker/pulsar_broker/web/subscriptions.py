@@ -13,12 +13,13 @@ import time
 from typing import Any
 
 from aiohttp import web
+from pulsar_common.wire import entry_info
 
 from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.managed_ledger import errors as ml_errors
 from pulsar_broker.subscriptions.subscription import Subscription
-from pulsar_broker.topics import entry_info, message_expiry
+from pulsar_broker.topics import message_expiry
 from pulsar_broker.topics.persistent_topic import PersistentTopic
 from pulsar_broker.web import peek, remote_partitions, rest, topic_access
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
+from pulsar_common.wire import entry_info
 
 from pulsar_broker import errors
-from pulsar_broker.topics import entry_info
 from pulsar_broker.web import rates, remote_partitions, rest, stats, topic_access
 
 routes = web.RouteTableDef()

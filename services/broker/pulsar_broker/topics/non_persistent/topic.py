@@ -14,12 +14,13 @@ from collections.abc import Callable
 from typing import Any
 
 from pulsar_common import naming
+from pulsar_common.wire import entry_info
 from pulsar_common.wire import errors as wire_errors
 
 from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.subscriptions.consumer import Dispatched, SubType
-from pulsar_broker.topics import deduplication, entry_info, policies
+from pulsar_broker.topics import deduplication, policies
 from pulsar_broker.topics.non_persistent.subscription import (
     NonPersistentSubscription,
     not_supported,
