@@ -17,6 +17,7 @@ from typing import Any
 import helm_python
 import pytest
 import yaml
+from pulsar_broker.web import metrics as broker_metrics
 from pulsar_operator import cluster_reconcile
 
 from . import dashboards
@@ -315,6 +316,44 @@ def test_read_by_names_the_series_and_labels_an_expression_reads(
 def test_read_by_refuses_a_grafana_variable_it_cannot_place() -> None:
     with pytest.raises(ValueError, match="Grafana variable"):
         dashboards.read_by("topk($n, x)")
+
+
+def series_read(stem: str) -> set[str]:
+    return set().union(*(dashboards.read_by(e).metrics for _, e in dashboards.expressions(dashboards.load(stem))))
+
+
+@pytest.mark.parametrize("stem", sorted(dashboards.COMPONENTS))
+def test_every_dashboard_shows_its_processes_cpu_memory_files_gc_and_uptime(stem: str) -> None:
+    assert {"process_cpu_seconds_total", "process_resident_memory_bytes", "process_open_fds",
+            "process_max_fds", "process_start_time_seconds", "python_gc_collections_total"} <= series_read(stem)
+
+
+def test_the_broker_dashboard_shows_storage_rates_and_every_managed_ledger_series() -> None:
+    assert {"pulsar_storage_write_rate", "pulsar_storage_read_rate",
+            *broker_metrics.MANAGED_LEDGER_GAUGES} <= series_read("pulsar-broker")
+
+
+#: What Grafana puts for a multi-value `$namespace` in a regex matcher: one value, several, All.
+NAMESPACE_SELECTIONS = [("public/default", True), ("(acme/orders|public/default)", True),
+                        (".*", True), ("acme/orders", False)]
+
+
+@pytest.mark.parametrize(("selected", "matches"), NAMESPACE_SELECTIONS)
+def test_managed_ledger_panels_match_the_namespace_variable_on_the_ledgers_prefix(
+    selected: str, matches: bool
+) -> None:
+    """pulsar_ml_* series are labelled namespace="<tenant>/<ns>/persistent" (Apache's ledger prefix),
+    while $namespace takes its values from series labelled "<tenant>/<ns>"."""
+    exported = "public/default/persistent"
+    ml_matchers = []
+    for where, expression in dashboards.expressions(dashboards.load("pulsar-broker")):
+        for name in dashboards.read_by(expression).metrics & set(broker_metrics.MANAGED_LEDGER_GAUGES):
+            (matcher,) = re.findall(name + r'\{[^}]*namespace=~"([^"]*)"', expression)
+            ml_matchers.append((where, matcher))
+    assert len(ml_matchers) == len(broker_metrics.MANAGED_LEDGER_GAUGES)
+    for where, matcher in ml_matchers:
+        regex = matcher.replace("$namespace", selected)
+        assert bool(re.fullmatch(regex, exported)) == matches, where
 
 
 def test_every_dashboard_file_is_shipped(render_chart: Any) -> None:
