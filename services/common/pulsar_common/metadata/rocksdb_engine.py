@@ -3,15 +3,17 @@
 A RocksDB directory can be opened once per process, but `pulsar standalone`
 runs several services (broker, bookie, function worker) that each open "their"
 metadata store on the same URL. So every store on one directory shares one
-SharedDb: one Rdict and one worker thread that runs every operation. The single
+SharedDb: one Rdict and one commit thread that runs every operation. The single
 thread makes each read-check-write atomic across all stores of the process
 and delivers notifications in commit order.
 
 Why a thread and not direct calls from the event loop: writes are synced to
 the WAL (acknowledged metadata must survive SIGKILL and power loss), and an
 fsync can take milliseconds on a busy disk; the event loop of a broker must
-not stall for that. Reads are quick, but going through the same thread keeps
-them ordered with the writes.
+not stall for that. The operations waiting together share one sync (group
+commit, see group_commit): writes go to the WAL unsynced, and the group is
+answered and its notifications delivered once one `flush_wal(sync)` covers
+them all.
 
 Each record is a fixed header (format, flags, version, creation and
 modification time, owning session) followed by the value.
@@ -20,7 +22,6 @@ modification time, owning session) followed by the value.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import dataclasses
 import logging
 import os
@@ -31,7 +32,7 @@ from typing import TypeVar
 
 import rocksdict
 
-from pulsar_common.metadata import api, errors, paths, watches
+from pulsar_common.metadata import api, errors, group_commit, paths, watches
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +80,7 @@ class _Subscriber:
 
 
 class SharedDb:
-    """One open RocksDB directory, its worker thread and its watch subscribers."""
+    """One open RocksDB directory, its commit thread and its watch subscribers."""
 
     def __init__(self, directory: str) -> None:
         self.directory = directory
@@ -87,50 +88,50 @@ class SharedDb:
         self._next_session = 1
         self._subscribers: list[_Subscriber] = []
         self._subscribers_lock = threading.Lock()
-        self._executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="metadata-rocksdb")
-        self.sync_writes = rocksdict.WriteOptions()
-        self.sync_writes.sync = True
+        # Unsynced: the commit thread syncs the WAL once per group (see the module doc).
+        self._unsynced_writes = rocksdict.WriteOptions()
+        self._unsynced_writes.sync = False
         options = rocksdict.Options(raw_mode=True)
         options.create_if_missing(True)
         os.makedirs(directory, exist_ok=True)
         try:
             self.db = rocksdict.Rdict(directory, options)
         except Exception as exc:
-            self._executor.shutdown()
             raise errors.MetadataStoreError(f"cannot open RocksDB at {directory}: {exc}") from exc
         self._drop_stale_ephemerals()
+        self._commits = group_commit.CommitThread(self._sync, "metadata-rocksdb")
 
     def new_session(self) -> int:
         session, self._next_session = self._next_session, self._next_session + 1
         return session
 
     async def run(self, operation: Callable[[], T]) -> T:
-        """Run operation on the worker thread; RocksDB failures become MetadataStoreError."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._guarded, operation)
+        """Run operation on the commit thread; its result once what it (and its group)
+        wrote is synced. RocksDB failures become MetadataStoreError."""
+        return await self._commits.run(operation)
 
-    @staticmethod
-    def _guarded(operation: Callable[[], T]) -> T:
-        try:
-            return operation()
-        except errors.MetadataStoreError:
-            raise
-        except Exception as exc:
-            raise errors.MetadataStoreError(f"RocksDB operation failed: {exc}") from exc
+    def _sync(self) -> None:
+        self.db.flush_wal(True)
 
     def read(self, key: str) -> Record | None:
         raw = self.db.get(key.encode())
         return None if raw is None else Record.decode(raw)
 
     def write(self, key: str, record: Record) -> None:
-        self.db.put(key.encode(), record.encode(), self.sync_writes)
+        """On the commit thread: put, durable when the group is synced."""
+        self.db.put(key.encode(), record.encode(), self._unsynced_writes)
+        self._commits.written()
 
     def remove(self, keys: list[str]) -> None:
+        """On the commit thread: delete atomically, durable when the group is synced."""
+        self._remove(keys)
+        self._commits.written()
+
+    def _remove(self, keys: list[str]) -> None:
         batch = rocksdict.WriteBatch(raw_mode=True)
         for key in keys:
             batch.delete(key.encode())
-        self.db.write(batch, self.sync_writes)
+        self.db.write(batch, self._unsynced_writes)
 
     def scan(self, prefix: str) -> list[tuple[str, Record]]:
         """Every record whose key starts with prefix, in key order."""
@@ -166,7 +167,8 @@ class SharedDb:
         stale = [key for key, record in self.scan("") if record.ephemeral]
         if stale:
             log.info("dropping %d ephemeral keys left by a previous process", len(stale))
-            self.remove(stale)
+            self._remove(stale)
+            self._sync()
 
     def subscribe(self, subscriber: _Subscriber) -> None:
         with self._subscribers_lock:
@@ -177,6 +179,10 @@ class SharedDb:
             self._subscribers = [s for s in self._subscribers if s.watch is not watch]
 
     def publish(self, kind: api.NotificationType, key: str) -> None:
+        """On the commit thread: notify the change once it is synced."""
+        self._commits.after_sync(lambda: self._deliver(kind, key))
+
+    def _deliver(self, kind: api.NotificationType, key: str) -> None:
         """Hand a committed change to every matching watch, on the watch's own loop."""
         with self._subscribers_lock:
             subscribers = list(self._subscribers)
@@ -192,7 +198,7 @@ class SharedDb:
                 self.unsubscribe(sub.watch)  # its event loop is closed
 
     def close(self) -> None:
-        self._executor.shutdown(wait=True)
+        self._commits.stop()
         self.db.close()
 
 

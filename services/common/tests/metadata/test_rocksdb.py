@@ -28,9 +28,29 @@ _WRITER = textwrap.dedent("""
 """)
 
 
-def _write_then_sigkill(url: str) -> None:
+#: Writes made all at once, so that they are synced in groups (group commit).
+_GROUPED_WRITER = textwrap.dedent("""
+    import asyncio, sys
+    from pulsar_common.metadata import factory
+
+    async def create_topic(store, index):
+        ledger_id = await store.next_id("/ledgers-idgen")
+        await store.put(f"/ledgers/{ledger_id}", b"ledger")
+        await store.put(f"/managed-ledgers/t{index}", str(ledger_id).encode(), -1)
+
+    async def main():
+        store = await factory.create_store(sys.argv[1])
+        await asyncio.gather(*(create_topic(store, i) for i in range(200)))
+        print("acknowledged", flush=True)
+        await asyncio.sleep(3600)
+
+    asyncio.run(main())
+""")
+
+
+def _write_then_sigkill(url: str, writer_code: str = _WRITER) -> None:
     """Run the writer in its own process; SIGKILL it once it reports its writes acknowledged."""
-    writer = subprocess.Popen([sys.executable, "-c", _WRITER, url],
+    writer = subprocess.Popen([sys.executable, "-c", writer_code, url],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         assert writer.stdout is not None and writer.stderr is not None
@@ -54,6 +74,24 @@ async def test_acknowledged_writes_survive_sigkill_and_ephemeral_keys_do_not(tmp
         assert await store.get("/brokers/b1") is None
         assert await store.get_children("/brokers") == []
         assert await store.next_id("/counters/ledger") == 3
+    finally:
+        await store.close()
+
+
+async def test_writes_acknowledged_together_in_groups_all_survive_sigkill(tmp_path):
+    url = f"rocksdb:{tmp_path / 'metadata'}"
+    await asyncio.to_thread(_write_then_sigkill, url, _GROUPED_WRITER)
+
+    store = await factory.create_store(url)
+    try:
+        assert len(await store.get_children("/managed-ledgers")) == 200
+        ledger_ids = set()
+        for index in range(200):
+            record = await store.get(f"/managed-ledgers/t{index}")
+            ledger_ids.add(int(record.value))
+        assert ledger_ids == set(range(200))
+        assert len(await store.get_children("/ledgers")) == 200
+        assert await store.next_id("/ledgers-idgen") == 200
     finally:
         await store.close()
 
