@@ -107,6 +107,20 @@ class BrokerConfig:
     max_message_size: int = setting(
         "maxMessageSize", 5 * ONE_MB, "Largest message (metadata + payload) accepted, bytes"
     )
+    enable_packages_management: bool = setting(
+        "enablePackagesManagement", False,
+        "Serve /admin/v3/packages (function, sink and source packages kept in ledgers)")
+    packages_management_storage_provider: str = setting(
+        "packagesManagementStorageProvider",
+        "org.apache.pulsar.packages.management.storage.bookkeeper."
+        "BookKeeperPackagesStorageProvider",
+        "Where package bytes go; only BookKeeper ledgers (Apache's default provider)")
+    packages_replicas: int = setting(
+        "packagesReplicas", 0,
+        "Bookies each package is written to (ensemble = write = ack quorum); 0: the "
+        "managedLedgerDefault ensemble and quorums")
+    packages_max_size_bytes: int = setting(
+        "packagesMaxSizeBytes", 64 * ONE_MB, "Largest package accepted (larger: 413)")
     expose_topic_level_metrics_in_prometheus: bool = setting(
         "exposeTopicLevelMetricsInPrometheus", True,
         "/metrics per topic and subscription (true) or summed per namespace (false)")
@@ -471,6 +485,13 @@ def _validate(conf: BrokerConfig) -> None:
             "defaultNumPartitions must not exceed maxNumPartitionsPerPartitionedTopic")
     if conf.max_message_size <= 0:
         raise errors.ConfigError("maxMessageSize must be positive")
+    if not conf.packages_management_storage_provider.endswith(
+            "BookKeeperPackagesStorageProvider"):
+        raise errors.ConfigError("packagesManagementStorageProvider: only "
+                                 "BookKeeperPackagesStorageProvider is available")
+    if conf.packages_replicas < 0 or conf.packages_max_size_bytes <= 0:
+        raise errors.ConfigError(
+            "packagesReplicas must be 0 or more and packagesMaxSizeBytes positive")
     if conf.backlog_quota_default_retention_policy not in BACKLOG_QUOTA_POLICIES:
         raise errors.ConfigError(
             f"backlogQuotaDefaultRetentionPolicy must be one of {', '.join(BACKLOG_QUOTA_POLICIES)}")

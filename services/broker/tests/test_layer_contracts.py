@@ -51,7 +51,7 @@ BROKER_LAYERS: list[tuple[str, ...]] = [
     ("pulsar_broker.topics",),
     ("pulsar_broker.subscriptions",),
     ("pulsar_broker.managed_ledger", "pulsar_broker.schema", "pulsar_broker.namespace",
-     "pulsar_broker.config"),
+     "pulsar_broker.config", "pulsar_broker.packages"),
     ("pulsar_broker.resources", "pulsar_broker.security", "pulsar_broker.errors",
      "pulsar_broker"),
 ]

@@ -40,6 +40,7 @@ CONSUME = Rule(Scope.TOPIC, authz.TopicOperation.CONSUME)
 TOPIC_ADMIN = Rule(Scope.TOPIC, authz.TopicOperation.ADMIN)
 GET_TOPICS = Rule(Scope.NAMESPACE, namespace_operation=authz.NamespaceOperation.GET_TOPICS)
 FUNCTIONS = Rule(Scope.NAMESPACE, namespace_operation=authz.NamespaceOperation.FUNCTIONS)
+PACKAGES = Rule(Scope.NAMESPACE, namespace_operation=authz.NamespaceOperation.PACKAGES)
 
 #: Readiness probes and metrics scrapes need no credentials (Apache's status.html and
 #: authenticateMetricsEndpoint=false).
@@ -77,6 +78,8 @@ def rule_for(method: str, canonical: str, path: str) -> Rule:
         parts = path.split("/")
         return FUNCTIONS if len(parts) > 5 and parts[4] and parts[5] else SUPERUSER
     route = normalized(canonical)
+    if route.startswith("/admin/v3/packages/{type}/{tenant}/{namespace}"):
+        return PACKAGES  # as Apache: superuser, tenant admin or the namespace's `packages`
     if route.startswith(_TOPIC):
         suffix = route[len(_TOPIC):]
         if suffix.startswith("/subscription/"):

@@ -31,6 +31,7 @@ from pulsar_broker.web import (
     lookup,
     metrics,
     namespaces,
+    packages,
     permissions,
     rates,
     resource_quotas,
@@ -94,4 +95,5 @@ def create_app(service: BrokerService) -> web.Application:
     broker_stats.install(app, service)
     metrics.install(app, service)
     functions.install(app)
+    packages.install(app)
     return app

@@ -26,6 +26,7 @@ from pulsar_client_tools.admin import (
     namespaces,
     ns_isolation_policy,
     output,
+    packages,
     resource_quotas,
     schemas,
     tenants,
@@ -48,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     security.add_arguments(parser, ("--tls-trust-cert-path",))
     groups = parser.add_subparsers(dest="group", metavar="<group>")
     for module in (clusters, tenants, namespaces, topics, topic_policies, brokers, broker_stats,
-                   bookies, schemas, functions, resource_quotas, ns_isolation_policy):
+                   bookies, schemas, functions, packages, resource_quotas, ns_isolation_policy):
         module.register(groups)
     return parser
 
