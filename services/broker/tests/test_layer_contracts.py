@@ -65,8 +65,6 @@ CLIENT_TOOLS_MAY_IMPORT = ("pulsar_common",)
 
 #: Imports from a lower layer up into a higher one that exist today: (importer, imported).
 KNOWN_UPWARD_IMPORTS: dict[tuple[str, str], str] = {
-    ("pulsar_broker.loadbalance.report", "pulsar_broker.web.counters"):
-        "load reports read the REST layer's rate counters",
     ("pulsar_broker.schema.protocol", "pulsar_broker.server.commands"):
         "the schema commands of the binary protocol live beside the registry",
 }

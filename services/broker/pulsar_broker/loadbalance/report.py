@@ -19,7 +19,7 @@ import time
 from pulsar_broker.loadbalance import model
 from pulsar_broker.namespace import bundles as namespace_bundles
 from pulsar_broker.service.broker_service import BrokerService
-from pulsar_broker.web import counters
+from pulsar_broker.topics import out_counters
 
 DEFAULT_NIC_SPEED_GBPS = 10.0
 MB = 1024 * 1024
@@ -39,7 +39,7 @@ class LoadSampler:
 
     def __init__(self, service: BrokerService) -> None:
         self.service = service
-        self._out = counters.OutCounters()
+        self._out = out_counters.OutCounters()
         self._topics: dict[str, _TopicSample] = {}
         self._at_ms: int | None = None
         self._cpu_s = time.process_time()

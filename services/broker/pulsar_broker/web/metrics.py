@@ -46,9 +46,9 @@ from opentelemetry.sdk.resources import Resource
 from pulsar_common import process_metrics
 
 from pulsar_broker.service.broker_service import BrokerService
-from pulsar_broker.topics import policies
+from pulsar_broker.topics import out_counters, policies
 from pulsar_broker.topics.persistent_topic import PersistentTopic
-from pulsar_broker.web import counters, entry_stats, rates
+from pulsar_broker.web import entry_stats, rates
 
 #: Topics whose add-entry statistics are kept; statistics of unloaded topics are dropped at
 #: every scrape, and all of them past this many topics.
@@ -191,7 +191,7 @@ class BrokerMetrics:
         self._samples: list[TopicSample] = []
         self._ledger_samples: list[TopicSample] = []
         self._topics_per_namespace: dict[str, int] = {}
-        self._out = counters.OutCounters()
+        self._out = out_counters.OutCounters()
         self._entry_stats: dict[str, entry_stats.EntryStats] = {}
         self._observe(self._provider.get_meter("pulsar_broker"))
         # OpenTelemetry lower-cases instrument names; these keep Apache's mixed case.

@@ -19,9 +19,9 @@ from typing import Any
 from aiohttp import web
 
 from pulsar_broker.service.broker_service import BrokerService
+from pulsar_broker.topics import out_counters
 from pulsar_broker.topics.non_persistent.topic import NonPersistentTopic
 from pulsar_broker.topics.persistent_topic import PersistentTopic
-from pulsar_broker.web import counters
 
 #: Seconds between samples (Apache's statsUpdateFrequencyInSecs is 60; shorter reads better).
 RATE_INTERVAL_S = 10.0
@@ -73,7 +73,7 @@ def _rates(old: _Sample, new: _Sample) -> Rates:
 class RateTracker:
     def __init__(self, service: BrokerService) -> None:
         self.service = service
-        self._out = counters.OutCounters()
+        self._out = out_counters.OutCounters()
         self._samples: dict[str, _Sample] = {}
         self._rates: dict[str, Rates] = {}
 

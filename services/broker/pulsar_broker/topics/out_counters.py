@@ -7,7 +7,8 @@ each consumer under a key (a topic, or a subscription) and keeps them as
 keeps a reference to each consumer it saw, so a departed consumer is retired
 with its final counts, including what it gathered after the last
 observation. A consumer that comes and goes entirely between two
-observations (scrapes and rate samples) is not seen at all.
+observations (scrapes and rate samples) is not seen at all. Load reports,
+the REST layer's rates and the metrics each keep their own.
 """
 
 from __future__ import annotations
