@@ -64,10 +64,7 @@ CLIENT_TOOLS = "pulsar_client_tools"
 CLIENT_TOOLS_MAY_IMPORT = ("pulsar_common",)
 
 #: Imports from a lower layer up into a higher one that exist today: (importer, imported).
-KNOWN_UPWARD_IMPORTS: dict[tuple[str, str], str] = {
-    ("pulsar_broker.schema.protocol", "pulsar_broker.server.commands"):
-        "the schema commands of the binary protocol live beside the registry",
-}
+KNOWN_UPWARD_IMPORTS: dict[tuple[str, str], str] = {}
 
 #: Third-party libraries only adapters may import: library -> modules allowed (with the
 #: packages below them; a trailing `*` also allows every module whose name starts so).

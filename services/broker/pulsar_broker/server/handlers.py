@@ -23,11 +23,10 @@ from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.managed_ledger import errors as ml_errors
 from pulsar_broker.schema import errors as schema_errors
-from pulsar_broker.schema import protocol as schema_protocol
 from pulsar_broker.schema import records as schema_records
 from pulsar_broker.schema import topic_schemas
 from pulsar_broker.security import authorization as authz
-from pulsar_broker.server import commands
+from pulsar_broker.server import commands, schema_commands
 from pulsar_broker.server.handles import ConsumerHandle, ProducerHandle
 from pulsar_broker.subscriptions.consumer import Consumer, SubType
 from pulsar_broker.topics import (
@@ -168,7 +167,7 @@ class Handlers:
             return
         try:
             schema_version = await topic_schemas.for_producer(
-                self.service, topic_name, schema_protocol.announced_schema(request))
+                self.service, topic_name, schema_commands.announced_schema(request))
         except schema_errors.IncompatibleSchemaError as exc:
             self.cnx.write(replies.error(request.request_id, pb.IncompatibleSchema, str(exc)))
             return
@@ -355,7 +354,7 @@ class Handlers:
             host = self.cnx.remote_address.rsplit(":", 1)[0]
             topic.check_subscribe_rate((host, request.consumer_name, request.consumer_id),
                                        time.monotonic())
-        schema = schema_protocol.announced_schema(request)
+        schema = schema_commands.announced_schema(request)
         if schema is not None:
             try:
                 if isinstance(topic, PersistentTopic):
@@ -564,7 +563,7 @@ class Handlers:
             self.cnx.write(replies.get_schema_error(request.request_id, pb.AuthorizationError,
                                                     refusal))
             return
-        self.cnx.write(await schema_protocol.get_schema(self.service, request))
+        self.cnx.write(await schema_commands.get_schema(self.service, request))
 
     def get_or_create_schema(self, received: frame.Frame) -> None:
         request = received.command.getOrCreateSchema
@@ -577,7 +576,7 @@ class Handlers:
             self.cnx.write(replies.get_or_create_schema_response(
                 request.request_id, code=pb.AuthorizationError, message=refusal))
             return
-        self.cnx.write(await schema_protocol.get_or_create_schema(self.service, request))
+        self.cnx.write(await schema_commands.get_or_create_schema(self.service, request))
 
     def consumer_stats(self, received: frame.Frame) -> None:
         request = received.command.consumerStats

@@ -2,7 +2,8 @@
 schema a PRODUCER or SUBSCRIBE announces.
 
 Each reply is built here and written by the connection's handlers; failures
-are answered in the command's own response, never dropped.
+are answered in the command's own response, never dropped. The registry they
+ask is `pulsar_broker.schema`, a layer below.
 """
 
 from __future__ import annotations
