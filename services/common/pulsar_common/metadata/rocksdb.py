@@ -47,14 +47,18 @@ class RocksdbMetadataStore:
     def _key(self, path: str) -> str:
         return self._chroot.key(path).decode()
 
-    async def _run(self, operation: Callable[[], T]) -> T:
+    def _check_open(self) -> None:
         if self._closed:
             raise errors.StoreClosedError("metadata store is closed")
+
+    async def _run(self, operation: Callable[[], T]) -> T:
+        self._check_open()
         return await self._shared.run(operation)
 
     async def get(self, path: str) -> api.GetResult | None:
-        key = self._key(path)
-        record = await self._run(lambda: self._shared.read(key))
+        """As of the last sync, on the caller's thread (see rocksdb_engine)."""
+        self._check_open()
+        record = self._shared.read_synced(self._key(path))
         return None if record is None else api.GetResult(record.value, record.stat(path))
 
     async def exists(self, path: str) -> bool:
@@ -120,8 +124,9 @@ class RocksdbMetadataStore:
             self._shared.publish(api.NotificationType.DELETED, gone)
 
     async def get_children(self, path: str) -> list[str]:
-        prefix = paths.children_prefix(self._key(path))
-        return await self._run(lambda: self._shared.children(prefix))
+        """As of the last sync, on the caller's thread (see rocksdb_engine)."""
+        self._check_open()
+        return self._shared.children_synced(paths.children_prefix(self._key(path)))
 
     def watch(self, path: str, *, prefix: bool = False) -> api.Watch:
         if self._closed:

@@ -15,6 +15,12 @@ commit, see group_commit): writes go to the WAL unsynced, and the group is
 answered and its notifications delivered once one `flush_wal(sync)` covers
 them all.
 
+Reads (`read_synced`, `children_synced`) do not go through that thread: they
+run on the caller's own thread against a snapshot taken after each sync, so
+they see exactly what callers have been told is written, and never wait
+behind a group and its sync. Only the reads inside a write operation (its
+version check) use the latest state, on the commit thread.
+
 Each record is a fixed header (format, flags, version, creation and
 modification time, owning session) followed by the value.
 """
@@ -99,6 +105,8 @@ class SharedDb:
         except Exception as exc:
             raise errors.MetadataStoreError(f"cannot open RocksDB at {directory}: {exc}") from exc
         self._drop_stale_ephemerals()
+        #: What the last sync made durable; read by any thread (see the module doc).
+        self._synced: rocksdict.Snapshot | None = self.db.snapshot()
         self._commits = group_commit.CommitThread(self._sync, "metadata-rocksdb")
 
     def new_session(self) -> int:
@@ -112,10 +120,39 @@ class SharedDb:
 
     def _sync(self) -> None:
         self.db.flush_wal(True)
+        # Before the group's notifications and answers: whoever hears of it can read it.
+        self._synced = self.db.snapshot()
 
     def read(self, key: str) -> Record | None:
+        """On the commit thread: the latest record, unsynced writes of this group included."""
         raw = self.db.get(key.encode())
         return None if raw is None else Record.decode(raw)
+
+    def read_synced(self, key: str) -> Record | None:
+        """On any thread: key's record as of the last sync."""
+        raw_key = key.encode()
+        iterator = self._snapshot().iter()
+        try:
+            iterator.seek(raw_key)
+            if not iterator.valid() or iterator.key() != raw_key:
+                return None
+            raw = iterator.value()
+        except Exception as exc:
+            raise errors.MetadataStoreError(f"RocksDB read failed: {exc}") from exc
+        return Record.decode(raw)
+
+    def children_synced(self, prefix: str) -> list[str]:
+        """On any thread: names of the direct children under prefix as of the last sync."""
+        try:
+            return _children(self._snapshot().iter(), prefix)
+        except Exception as exc:
+            raise errors.MetadataStoreError(f"RocksDB read failed: {exc}") from exc
+
+    def _snapshot(self) -> rocksdict.Snapshot:
+        synced = self._synced
+        if synced is None:
+            raise errors.StoreClosedError("metadata store is closed")
+        return synced
 
     def write(self, key: str, record: Record) -> None:
         """On the commit thread: put, durable when the group is synced."""
@@ -143,24 +180,6 @@ class SharedDb:
                 break
             found.append((raw_key.decode(), Record.decode(raw)))
         return found
-
-    def children(self, prefix: str) -> list[str]:
-        """Names of the direct children under prefix; whole subtrees are skipped by seeking."""
-        names: set[str] = set()
-        iterator = self.db.iter()
-        iterator.seek(prefix.encode())
-        while iterator.valid():
-            key = iterator.key().decode()
-            if not key.startswith(prefix):
-                break
-            name, _, below = key[len(prefix):].partition("/")
-            names.add(name)
-            if below:
-                # Every key of this child's subtree sorts before prefix + name + "0".
-                iterator.seek((prefix + name + "0").encode())
-            else:
-                iterator.next()
-        return sorted(names)
 
     def _drop_stale_ephemerals(self) -> None:
         """Ephemeral keys belong to sessions of an earlier process: they are gone now."""
@@ -199,7 +218,26 @@ class SharedDb:
 
     def close(self) -> None:
         self._commits.stop()
+        self._synced = None
         self.db.close()
+
+
+def _children(iterator: rocksdict.RdictIter, prefix: str) -> list[str]:
+    """Names of the direct children under prefix; whole subtrees are skipped by seeking."""
+    names: set[str] = set()
+    iterator.seek(prefix.encode())
+    while iterator.valid():
+        key = iterator.key().decode()
+        if not key.startswith(prefix):
+            break
+        name, _, below = key[len(prefix):].partition("/")
+        names.add(name)
+        if below:
+            # Every key of this child's subtree sorts before prefix + name + "0".
+            iterator.seek((prefix + name + "0").encode())
+        else:
+            iterator.next()
+    return sorted(names)
 
 
 _OPEN: dict[str, SharedDb] = {}

@@ -6,9 +6,13 @@ import asyncio
 import subprocess
 import sys
 import textwrap
+import threading
 
 from pulsar_common import testing
 from pulsar_common.metadata import factory
+
+#: Generous bound for waiting on an event on a loaded machine.
+WAIT_S = 20.0
 
 _WRITER = textwrap.dedent("""
     import asyncio, sys
@@ -129,3 +133,31 @@ async def test_opening_another_store_keeps_the_live_sessions_ephemeral_keys(tmp_
         assert await first.exists("/brokers/b1")
     finally:
         await first.close()
+
+
+async def test_reads_do_not_wait_behind_writes_and_see_only_acknowledged_ones(tmp_path):
+    commit_thread_busy = threading.Event()
+    release = threading.Event()
+    store = await factory.create_store(f"rocksdb:{tmp_path / 'metadata'}")
+    try:
+        await store.put("/topics/t", b"v0")
+
+        def hold() -> None:
+            commit_thread_busy.set()
+            release.wait(WAIT_S)
+
+        held = asyncio.create_task(store._shared.run(hold))
+        assert await asyncio.to_thread(commit_thread_busy.wait, WAIT_S)
+        update = asyncio.create_task(store.put("/topics/t", b"v1"))
+        created = asyncio.create_task(store.put("/topics/u", b"new"))
+        await asyncio.sleep(0)  # both queued behind the held commit thread
+
+        assert (await asyncio.wait_for(store.get("/topics/t"), WAIT_S)).value == b"v0"
+        assert await asyncio.wait_for(store.get_children("/topics"), WAIT_S) == ["t"]
+        release.set()
+        await asyncio.wait_for(asyncio.gather(held, update, created), WAIT_S)
+        assert (await store.get("/topics/t")).value == b"v1"
+        assert await store.get_children("/topics") == ["t", "u"]
+    finally:
+        release.set()
+        await store.close()
