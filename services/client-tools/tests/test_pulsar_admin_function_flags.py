@@ -42,6 +42,9 @@ def built(*argv: str) -> dict[str, Any]:
     (["--parallelism", "3", "--cpu", "0.5"], {"parallelism": 3, "resources": {"cpu": 0.5}}),
     (["--custom-serde-inputs", '{"a": "S"}'], {"customSerdeInputs": {"a": "S"}}),
     (["-st", "JSON"], {"outputSchemaType": "JSON"}),
+    (["--input-type-class-name", "m.In", "--output-type-class-name", "m.Out", "-st", "AVRO"],
+     {"inputTypeClassName": "m.In", "outputTypeClassName": "m.Out", "outputSchemaType": "AVRO"}),
+    (["--py", "function://public/default/f@v1"], {"py": "function://public/default/f@v1"}),
 ])
 def test_flags_set_apache_function_config_keys(argv: list[str], expected: dict[str, Any]) -> None:
     document = built("--name", "f", *argv)

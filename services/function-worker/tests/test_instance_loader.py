@@ -62,8 +62,26 @@ def test_an_unreachable_url_or_a_missing_file_is_a_code_error(tmp_path: pathlib.
         loader.code_path(function(pyLocation=f"{url}/missing.py"), tmp_path / "work")
     with pytest.raises(errors.FunctionCodeError, match="does not exist"):
         loader.code_path(function(py=str(tmp_path / "missing.py")), tmp_path)
-    with pytest.raises(errors.FunctionCodeError, match="cannot fetch"):
-        loader.code_path(function(pyLocation="function://public/default/pkg@1"), tmp_path)
+    with pytest.raises(errors.FunctionCodeError, match="cannot download function://"):
+        loader.code_path(function(pyLocation="function://public/default/pkg@1",
+                                  webServiceUrl="http://127.0.0.1:1"), tmp_path)
+    with pytest.raises(errors.FunctionCodeError, match="HTTP 404"):
+        loader.code_path(function(pyLocation="function://public/default/pkg@1",
+                                  webServiceUrl=url), tmp_path)
+
+
+def test_a_package_url_is_downloaded_from_the_web_service_and_named_after_the_module(
+        tmp_path: pathlib.Path, served: tuple[str, pathlib.Path]) -> None:
+    url, root = served
+    module = f"packaged_{uuid.uuid4().hex[:8]}"
+    stored = root / "admin/v3/packages/function/public/default/shouter/v2"
+    stored.parent.mkdir(parents=True)
+    stored.write_text(CODE)
+    work = tmp_path / "work"
+    path = loader.code_path(function(className=f"{module}.shout", webServiceUrl=url,
+                                     pyLocation="function://public/default/shouter@v2"), work)
+    assert path == work / f"{module}.py" and path.read_text() == CODE
+    assert loader.load(path, f"{module}.shout")("hey", None) == "HEY"
 
 
 def test_without_py_or_py_location_the_class_is_imported_from_the_installed_modules(tmp_path: pathlib.Path) -> None:

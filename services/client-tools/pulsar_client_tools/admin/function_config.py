@@ -21,7 +21,7 @@ from typing import Any
 from pulsar_client_tools.admin import client
 
 #: Schemes of a `--py` the worker (or the instance) fetches itself instead of an upload.
-CODE_URL_SCHEMES = ("http", "https", "file", "function")
+CODE_URL_SCHEMES = ("http", "https", "file", "function", "sink", "source")
 GUARANTEES = ("ATLEAST_ONCE", "ATMOST_ONCE", "EFFECTIVELY_ONCE", "MANUAL")
 POSITIONS = ("Latest", "Earliest")
 
@@ -90,8 +90,9 @@ class Flag:
 FLAGS = (
     Flag("--classname", "className", "the function's class: module.Class or module.function",
          deprecated=("--className",)),
-    Flag("--py", "py", "the function's code: a .py, .zip or .whl file (uploaded), or an "
-         "http(s):// or file:// URL the worker fetches"),
+    Flag("--py", "py", "the function's code: a .py, .zip or .whl file (uploaded), an "
+         "http(s):// or file:// URL the instance fetches, or a package of the brokers "
+         "(function://tenant/namespace/name@version, see `pulsar-admin packages`)"),
     Flag("--inputs", "inputs", "input topics, comma separated", _topic_list, short=("-i",)),
     Flag("--topics-pattern", "topicsPattern", "a regex of input topics in the namespace",
          deprecated=("--topicsPattern",)),
@@ -99,8 +100,12 @@ FLAGS = (
          short=("-o",)),
     Flag("--log-topic", "logTopic", "the topic the function's log records also go to",
          deprecated=("--logTopic",)),
-    Flag("--schema-type", "outputSchemaType", "the output's schema type (STRING, BYTES, JSON)",
-         short=("-st",)),
+    Flag("--schema-type", "outputSchemaType", "the output's schema type (STRING, BYTES, JSON, "
+         "AVRO, or a module.Class of pulsar.schema.Schema)", short=("-st",)),
+    Flag("--input-type-class-name", "inputTypeClassName",
+         "the pulsar.schema.Record class of AVRO / JSON inputs (module.Class)"),
+    Flag("--output-type-class-name", "outputTypeClassName",
+         "the pulsar.schema.Record class of an AVRO / JSON output (module.Class)"),
     Flag("--custom-serde-inputs", "customSerdeInputs", "input topic -> SerDe class (JSON)",
          _json_object, deprecated=("--customSerdeInputs",)),
     Flag("--custom-schema-inputs", "customSchemaInputs", "input topic -> schema type (JSON)",

@@ -1,8 +1,9 @@
 """Loads the user's code and finds the function its className names.
 
 The code is a single .py file, or a .zip/.whl of modules (put on sys.path);
-`pyLocation` may name it by URL (http, https, file), fetched once into the
-instance's work directory. With neither `py` nor `pyLocation`, the code is
+`pyLocation` may name it by URL (http, https, file, or a package of the
+brokers' packages management: function://, sink://, source://, see
+packages.py), fetched once into the instance's work directory. With neither `py` nor `pyLocation`, the code is
 already installed where the instance runs (a module of the image, like
 pulsar_functions.examples). className is `module.Name` or just `Name` (then
 the module is the file's own). What it names decides how it is called:
@@ -23,7 +24,8 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from pulsar_functions import config, errors
+from pulsar_functions import broker_client, config, errors
+from pulsar_functions.instance import packages
 
 #: How long fetching pyLocation may take.
 FETCH_TIMEOUT_S = 60.0
@@ -31,14 +33,20 @@ FETCH_TIMEOUT_S = 60.0
 Invoke = Callable[[Any, Any], Any]
 
 
-def code_path(function: config.FunctionConfig, work_dir: pathlib.Path) -> pathlib.Path | None:
+def code_path(function: config.FunctionConfig, work_dir: pathlib.Path,
+              client: broker_client.BrokerClientSettings = broker_client.ANONYMOUS,
+              ) -> pathlib.Path | None:
     """The local file holding the function's code (fetched from pyLocation if needed);
-    None when the config names no code, so className is imported from what is installed."""
+    None when the config names no code, so className is imported from what is installed.
+    client: how to reach the brokers that keep packages."""
     if function.py and pathlib.Path(function.py).exists():
         return pathlib.Path(function.py)
     location = function.py_location or function.py
     if not location:
         return None
+    if packages.is_package_url(location):
+        return packages.fetch(location, function.class_name, function.web_service_url,
+                              work_dir, client)
     parsed = urllib.parse.urlsplit(location)
     if parsed.scheme in ("", "file"):
         path = pathlib.Path(parsed.path if parsed.scheme else location)

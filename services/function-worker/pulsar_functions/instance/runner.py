@@ -76,7 +76,7 @@ class FunctionInstance:
     def start(self) -> None:
         """Load the code, open producers and consumers (messages flow once this returns)."""
         function, options = self.function, self.options
-        code = loader.code_path(function, options.work_dir)
+        code = loader.code_path(function, options.work_dir, options.client)
         invoke = loader.load(code, function.class_name)
         self._invoke = invoke
 

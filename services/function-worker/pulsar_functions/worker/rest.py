@@ -2,7 +2,8 @@
 
 create and update take multipart/form-data: `functionConfig` (FunctionConfig
 JSON), and the code as a `data` file part or as a `url` (the instance
-fetches it). Errors answer `{"reason": ...}` with Apache's status codes.
+fetches it; a package URL, function://..., must name a package the brokers
+have: package_check.py). Errors answer `{"reason": ...}` with Apache's status codes.
 Requests are authenticated and authorized first when the worker is secured
 (rest_security.py).
 Instance control, status, trigger and state are in rest_instances.py.
@@ -20,6 +21,7 @@ from aiohttp import web
 from pulsar_functions import config, errors
 from pulsar_functions.worker import (
     cleanup,
+    package_check,
     rest_instances,
     rest_security,
     service,
@@ -145,6 +147,9 @@ async def _create(request: web.Request) -> web.Response:
         raise errors.InvalidFunctionConfigError("send the code as a data part or a url")
     _check_code(request, code)
     worker = request.app[WORKER_KEY]
+    if code is None:
+        await package_check.check(worker.conf.pulsar_web_service_url, function.py_location,
+                                  worker.conf.broker_client_settings)
     await worker.functions.create(function, code, filename)
     if worker.conf.state_compaction_threshold_bytes > 0:
         await state_topic.set_compaction_threshold(
@@ -159,6 +164,10 @@ async def _update(request: web.Request) -> web.Response:
     current = await functions.get(fqfn_of(request))
     _check_code(request, code)
     function = config.merge(current.function, _checked(request, document))
+    if code is None and function.py_location != current.function.py_location:
+        conf = request.app[WORKER_KEY].conf
+        await package_check.check(conf.pulsar_web_service_url, function.py_location,
+                                  conf.broker_client_settings)
     await functions.update(function, code, filename)
     return web.Response(status=204)
 

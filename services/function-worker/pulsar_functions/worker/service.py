@@ -155,6 +155,8 @@ class FunctionsWorker:
         code = self._code_cache[cache_key]
         document = record.function.to_json()
         document["brokerServiceUrl"] = self.conf.pulsar_service_url
+        # Where the instance downloads a package URL (function://...) from.
+        document["webServiceUrl"] = self.conf.pulsar_web_service_url
         if record.package_filename:
             directory = self.runtime.instance_dir(runtime.InstanceSpec(
                 fqfn, instance_id, "", None, None, 0))
