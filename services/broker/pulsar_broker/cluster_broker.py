@@ -30,6 +30,7 @@ from pulsar_broker import listeners, resources
 from pulsar_broker.managed_ledger import config as ml_config
 from pulsar_broker.managed_ledger import factory as ml_factory
 from pulsar_broker.service.broker_service import BrokerService
+from pulsar_broker.web import broker_http
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +80,7 @@ class ClusterBroker:
         ledgers = ml_factory.ManagedLedgerFactoryImpl(
             self.store, ledger_client, self.settings.managed_ledger)
         self.service = BrokerService(conf, resources.PulsarResources(self.store), ledgers,
-                                     ledger_client)
+                                     ledger_client, broker_http=broker_http.for_broker(conf))
         self.listeners = listeners.BrokerListeners(self.service)
         await self.listeners.start()
 

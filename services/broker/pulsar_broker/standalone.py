@@ -33,6 +33,7 @@ from pulsar_broker import errors, listeners, resources
 from pulsar_broker.managed_ledger import config as ml_config
 from pulsar_broker.managed_ledger import factory as ml_factory
 from pulsar_broker.service.broker_service import BrokerService
+from pulsar_broker.web import broker_http
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +128,8 @@ class Standalone:
             self.store, self.ledger_client, self.settings.managed_ledger)
         res = resources.PulsarResources(self.store)
         await initialize_cluster_metadata(res, conf)
-        self.service = BrokerService(conf, res, ledgers, self.ledger_client)
+        self.service = BrokerService(conf, res, ledgers, self.ledger_client,
+                                     broker_http=broker_http.for_broker(conf))
         self.listeners = listeners.BrokerListeners(self.service)
         await self.listeners.start()
         if self.functions_worker:

@@ -88,10 +88,7 @@ ADAPTER_LIBRARIES: dict[str, tuple[str, ...]] = {
 }
 
 #: Adapter-library imports outside the adapters that exist today: (module, library).
-KNOWN_ADAPTER_LEAKS: dict[tuple[str, str], str] = {
-    ("pulsar_broker.namespace.service", "aiohttp"):
-        "the namespace service forwards admin requests to the owning broker itself",
-}
+KNOWN_ADAPTER_LEAKS: dict[tuple[str, str], str] = {}
 
 #: Cores that take time and randomness as arguments and do no I/O.
 PURE_CORES = (

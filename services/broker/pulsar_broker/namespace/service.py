@@ -6,7 +6,8 @@ the broker an unload named as its destination (recorded under
 the fewest bundles among those the cluster's namespace isolation policies
 allow (isolation.py): when that is this broker it takes
 the bundle, otherwise it asks that broker over HTTP (an authoritative lookup,
-which makes the other broker take it) and answers with the result. Apache's
+which makes the other broker take it; the HTTP client is injected, see
+forwarding.py) and answers with the result. Apache's
 brokers redirect the client instead; the client ends up at the same owner
 either way, with one round trip fewer for it here.
 
@@ -25,20 +26,17 @@ import urllib.parse
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import aiohttp
 from pulsar_common import clock, naming
 from pulsar_common.metadata import api as md
 from pulsar_common.metadata import errors as md_errors
 
 from pulsar_broker import errors, resources
-from pulsar_broker.namespace import bundles, isolation, registry
+from pulsar_broker.namespace import bundles, forwarding, isolation, registry
 from pulsar_broker.namespace.bundles import NamespaceBundle
 from pulsar_broker.namespace.ownership import BrokerUrls, OwnershipCache
 
 log = logging.getLogger(__name__)
 
-#: How long a broker waits for another broker to answer an authoritative lookup.
-FORWARD_TIMEOUT_S = 10.0
 #: Where an unload with a destination broker records it until the destination takes the bundle.
 DESTINATIONS_ROOT = "/loadbalance/bundle-destinations"
 #: A recorded destination older than this is ignored (its broker never took the bundle).
@@ -58,7 +56,7 @@ def _tie_break(bundle: NamespaceBundle, broker: BrokerUrls) -> bytes:
 
 class NamespaceService:
     def __init__(self, pulsar_resources: resources.PulsarResources, me: BrokerUrls, *,
-                 broker_id: str, cluster: str, version: str,
+                 broker_id: str, cluster: str, version: str, http: forwarding.BrokerHttp,
                  now_ms: clock.NowMs = clock.wall_clock_ms) -> None:
         self.resources = pulsar_resources
         self._now_ms = now_ms
@@ -69,9 +67,8 @@ class NamespaceService:
         self.ownership = OwnershipCache(pulsar_resources.store, me)
         #: Called with the bundles this broker stopped owning without unloading them.
         self.on_bundles_lost: BundlesLost | None = None
-        self._http: aiohttp.ClientSession | None = None
-        #: Headers of this broker's requests to other brokers (its brokerClient credentials).
-        self.http_headers: dict[str, str] = {}
+        #: Requests to other brokers (forwarded admin requests, authoritative lookups).
+        self._http = http
         self._tasks: set[asyncio.Task[None]] = set()
 
     @property
@@ -83,8 +80,7 @@ class NamespaceService:
         self.store.register_session_listener(self._session_event)
 
     async def close(self) -> None:
-        if self._http is not None:
-            await self._http.close()
+        await self._http.close()
 
     def _session_event(self, event: md.SessionEvent) -> None:
         if event is md.SessionEvent.SESSION_LOST:
@@ -205,23 +201,16 @@ class NamespaceService:
             return None
         return str(value["brokerId"])
 
-    def _session(self) -> aiohttp.ClientSession:
-        if self._http is None:
-            self._http = aiohttp.ClientSession(
-                headers=self.http_headers, timeout=aiohttp.ClientTimeout(total=FORWARD_TIMEOUT_S))
-        return self._http
-
     async def call(self, method: str, broker: BrokerUrls, path: str,
                    body: bytes | None = None) -> tuple[int, bytes]:
         """An admin request to another broker: its status and body (redirects followed)."""
-        headers = {"Content-Type": "application/json"} if body else None
         try:
-            async with self._session().request(method, broker.http_url + path, data=body,
-                                               headers=headers) as reply:
-                return reply.status, await reply.read()
-        except (aiohttp.ClientError, TimeoutError) as exc:
+            reply = await self._http.request(method, broker.http_url + path, body=body)
+        except forwarding.BrokerUnreachableError as exc:
             raise errors.ServiceNotReadyError(
-                f"broker {broker.http_url} did not answer {method} {path}: {exc!r}") from exc
+                f"broker {broker.http_url} did not answer {method} {path}: {exc.cause!r}") \
+                from exc.cause
+        return reply.status, reply.body
 
     async def forward(self, method: str, broker: BrokerUrls, path: str) -> None:
         """Ask another broker to do what was asked here for the bundles it owns."""
@@ -236,13 +225,17 @@ class NamespaceService:
         url = (f"{broker.http_url}/lookup/v2/topic/{topic.domain.value}/{topic.tenant}/"
                f"{topic.namespace}/{local}")
         try:
-            async with self._session().get(url, params={"authoritative": "true"},
-                                      allow_redirects=False) as reply:
-                if reply.status != 200:
-                    log.warning("lookup of %s on %s answered %s", topic, url, reply.status)
-                    return None
-                data = await reply.json()
-        except (aiohttp.ClientError, TimeoutError) as exc:
+            reply = await self._http.request("GET", url, params={"authoritative": "true"},
+                                             follow_redirects=False)
+        except forwarding.BrokerUnreachableError as exc:
+            log.warning("lookup of %s on %s failed: %r", topic, broker.http_url, exc.cause)
+            return None
+        if reply.status != 200:
+            log.warning("lookup of %s on %s answered %s", topic, url, reply.status)
+            return None
+        try:
+            data = json.loads(reply.body)
+        except ValueError as exc:
             log.warning("lookup of %s on %s failed: %r", topic, broker.http_url, exc)
             return None
         return BrokerUrls(str(data["brokerUrl"]), str(data["httpUrl"]))

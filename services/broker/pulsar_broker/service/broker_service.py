@@ -20,11 +20,11 @@ from pulsar_broker import config as broker_config
 from pulsar_broker import errors, resources
 from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.namespace import bundles as namespace_bundles
+from pulsar_broker.namespace import forwarding
 from pulsar_broker.namespace.bundles import NamespaceBundle
 from pulsar_broker.namespace.ownership import BrokerUrls
 from pulsar_broker.namespace.service import NamespaceService
 from pulsar_broker.schema.registry import SchemaRegistry
-from pulsar_broker.security import guard as security_guard
 from pulsar_broker.topics import telemetry
 from pulsar_broker.topics.compaction import compactor
 from pulsar_broker.topics.non_persistent.registry import NonPersistentTopics
@@ -42,6 +42,8 @@ class BrokerService:
         pulsar_resources: resources.PulsarResources,
         ledger_factory: ml.ManagedLedgerFactory,
         ledger_client: client_api.LedgerClient | None = None,
+        *,
+        broker_http: forwarding.BrokerHttp,
     ) -> None:
         self.config = config
         #: Used to show ledger metadata (internalStats?metadata=true) to readers such as Spark.
@@ -59,9 +61,9 @@ class BrokerService:
             pulsar_resources,
             BrokerUrls(self.broker_service_url, self.web_service_url, config.listeners,
                        urls.broker_service_url_tls, urls.web_service_url_tls),
-            broker_id=self.broker_id, cluster=config.cluster_name, version=broker_version())
+            broker_id=self.broker_id, cluster=config.cluster_name, version=broker_version(),
+            http=broker_http)
         self.namespaces.on_bundles_lost = self._unload_topics_of
-        self.namespaces.http_headers = security_guard.broker_client_headers(config)
         #: The topics' schemas, stored in the metadata store.
         self.schemas = SchemaRegistry(pulsar_resources.store)
         #: Applies namespace policies (retention, persistence, TTL, backlog quotas) to topics.

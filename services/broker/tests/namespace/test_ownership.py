@@ -14,6 +14,7 @@ from pulsar_broker.namespace import bundles, ownership
 from pulsar_broker.namespace.bundles import NamespaceBundle
 from pulsar_broker.namespace.ownership import BrokerUrls
 from pulsar_broker.namespace.service import NamespaceService
+from pulsar_broker.web import broker_http
 from pulsar_common import naming
 from pulsar_common.metadata import api as md
 from pulsar_common.metadata import factory
@@ -51,7 +52,8 @@ class Brokers:
     async def broker(self, urls: BrokerUrls) -> NamespaceService:
         service = NamespaceService(resources.PulsarResources(await self.store()), urls,
                                    broker_id=urls.http_url.removeprefix("http://"),
-                                   cluster="local", version="test")
+                                   cluster="local", version="test",
+                                   http=broker_http.BrokerHttpClient({}))
         await service.start()
         self.services.append(service)
         return service
