@@ -14,6 +14,7 @@ from pulsar_broker import standalone as standalone_module
 from pulsar_broker.packages import names
 from pulsar_broker.security import http_rules
 from pulsar_common import testing
+from pulsar_common.auth import token as auth_token
 
 BASE = "/admin/v3/packages"
 ONE = f"{BASE}/function/public/default/exclaim"
@@ -208,3 +209,41 @@ def test_package_urls_parse_as_apache_names_them(url: str, expected: str) -> Non
 def test_malformed_package_urls_are_refused(url: str) -> None:
     with pytest.raises(names.errors.InvalidPackageNameError):
         names.PackageName.parse(url)
+
+
+async def test_on_a_secured_broker_packages_need_the_namespace_packages_permission(
+        tmp_path: pathlib.Path) -> None:
+    secret = os.urandom(32)
+    (tmp_path / "secret.key").write_bytes(secret)
+    instance = _standalone(
+        tmp_path / "data", authenticationEnabled="true", authorizationEnabled="true",
+        authenticationProviders="org.apache.pulsar.broker.authentication."
+                                "AuthenticationProviderToken",
+        tokenSecretKey=f"file://{tmp_path / 'secret.key'}", superUserRoles="admin")
+    await instance.start()
+
+    def bearer(role: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {auth_token.create(secret, role)}"}
+
+    try:
+        async with aiohttp.ClientSession(_url(instance)) as http:
+            async with http.post("/admin/v2/namespaces/public/default/permissions/packager",
+                                 json=["packages"], headers=bearer("admin")) as reply:
+                assert reply.status == 204
+            async with http.post("/admin/v2/namespaces/public/default/permissions/writer",
+                                 json=["produce"], headers=bearer("admin")) as reply:
+                assert reply.status == 204
+            async with http.post(f"{ONE}/v1", data=_form(b"code", {})) as reply:
+                assert reply.status == 401
+            async with http.post(f"{ONE}/v1", data=_form(b"code", {}),
+                                 headers=bearer("writer")) as reply:
+                assert reply.status == 403
+            async with http.post(f"{ONE}/v1", data=_form(b"code", {}),
+                                 headers=bearer("packager")) as reply:
+                assert reply.status == 204
+            async with http.get(f"{ONE}/v1", headers=bearer("packager")) as reply:
+                assert await reply.read() == b"code"
+            async with http.get(f"{ONE}/v1", headers=bearer("writer")) as reply:
+                assert reply.status == 403
+    finally:
+        await instance.stop()
