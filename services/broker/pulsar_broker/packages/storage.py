@@ -80,8 +80,8 @@ class PackageStorage:
 
     async def read(self, name: names.PackageName) -> tuple[records.StoredPackage,
                                                              AsyncIterator[bytes]]:
-        """The package's record and its content, chunk by chunk (the last chunk is followed
-        by PackageCorruptError when the bytes do not match the record)."""
+        """The package's record and its content, chunk by chunk; PackageCorruptError instead
+        of the last chunk when the bytes do not match the record."""
         stored = await self.get(name)
         handle = await self._client.open_ledger(types.LedgerId(stored.ledger_id),
                                                 recovery=False, password=PASSWORD)
@@ -89,8 +89,11 @@ class PackageStorage:
 
     async def _chunks(self, name: names.PackageName, stored: records.StoredPackage,
                       handle: ledgers.ReadHandle) -> AsyncIterator[bytes]:
+        # The last chunk is held back until the whole content matched the record, so a
+        # reader of a damaged package never receives all the bytes it was promised.
         digest = hashlib.sha256()
         size = 0
+        held = b""
         try:
             last = handle.last_add_confirmed
             for first in range(0, last + 1, READ_BATCH_ENTRIES):
@@ -98,12 +101,16 @@ class PackageStorage:
                 for entry in entries:
                     digest.update(entry.payload)
                     size += len(entry.payload)
-                    yield entry.payload
+                    if held:
+                        yield held
+                    held = entry.payload
         finally:
             await handle.close()
         if size != stored.size_bytes or digest.hexdigest() != stored.sha256:
             raise errors.PackageCorruptError(
                 f"Package '{name}' does not match its checksum (ledger {stored.ledger_id})")
+        if held:
+            yield held
 
     async def update_metadata(self, name: names.PackageName,
                               metadata: records.PackageMetadata) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import Any
 
 import aiohttp
@@ -27,6 +28,8 @@ from aiohttp import web
 from pulsar_broker.packages import errors, names, records, storage
 from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.web import rest
+
+log = logging.getLogger(__name__)
 
 routes = web.RouteTableDef()
 
@@ -125,13 +128,23 @@ async def delete_package(request: web.Request) -> web.Response:
 async def download(request: web.Request) -> web.StreamResponse:
     packages = await _checked(request)
     stored, chunks = await packages.read(_name(request))
+    # The first chunk is read before the headers go out, so a package of one entry that
+    # fails its checksum is answered with an error status.
+    first = await anext(chunks, b"")
     response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
     response.content_length = stored.size_bytes
     await response.prepare(request)
-    # A checksum failure after the headers went out cuts the response short, so the
-    # client sees fewer bytes than Content-Length announced, never a wrong package.
-    async for chunk in chunks:
-        await response.write(chunk)
+    try:
+        await response.write(first)
+        async for chunk in chunks:
+            await response.write(chunk)
+    except errors.PackageCorruptError:
+        # Too late for a status: the connection is dropped, so the client sees fewer bytes
+        # than Content-Length announced, never a wrong package.
+        log.exception("download of %s stopped", _name(request))
+        if request.transport is not None:
+            request.transport.abort()
+        return response
     await response.write_eof()
     return response
 

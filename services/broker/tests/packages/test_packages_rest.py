@@ -3,6 +3,7 @@ over package bytes kept in ledgers of the standalone's bookie."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import pathlib
@@ -247,3 +248,45 @@ async def test_on_a_secured_broker_packages_need_the_namespace_packages_permissi
                 assert reply.status == 403
     finally:
         await instance.stop()
+
+
+async def test_of_two_concurrent_uploads_of_one_version_exactly_one_wins(
+        broker: standalone_module.Standalone) -> None:
+    async with aiohttp.ClientSession(_url(broker)) as http:
+
+        async def upload(content: bytes) -> int:
+            async with http.post(f"{ONE}/race", data=_form(content, {})) as reply:
+                return reply.status
+
+        contents = [os.urandom(600_000), os.urandom(600_000)]
+        statuses = await asyncio.gather(*(upload(c) for c in contents))
+        assert sorted(statuses) == [204, 409]
+        async with http.get(f"{ONE}/race") as reply:
+            assert await reply.read() == contents[statuses.index(204)]
+
+
+async def _damage(instance: standalone_module.Standalone, version: str) -> None:
+    """Make the record's checksum disagree with the stored bytes."""
+    assert instance.store is not None
+    path = f"/packages/function/public/default/exclaim/{version}"
+    found = await instance.store.get(path)
+    assert found is not None
+    record = json.loads(found.value)
+    record["sha256"] = "0" * 64
+    await instance.store.put(path, json.dumps(record).encode())
+
+
+async def test_a_download_that_does_not_match_its_checksum_never_completes(
+        broker: standalone_module.Standalone) -> None:
+    async with aiohttp.ClientSession(_url(broker)) as http:
+        for version, content in (("small", b"genuine"), ("large", os.urandom(1_100_000))):
+            async with http.post(f"{ONE}/{version}", data=_form(content, {})) as reply:
+                assert reply.status == 204
+            await _damage(broker, version)
+        async with http.get(f"{ONE}/small") as reply:
+            assert reply.status == 500
+            assert "checksum" in (await reply.json())["reason"]
+        with pytest.raises(aiohttp.ClientPayloadError):
+            async with http.get(f"{ONE}/large") as reply:
+                assert reply.status == 200
+                await reply.read()
