@@ -111,9 +111,26 @@ def test_a_function_created_from_a_package_url_runs_the_package(
         for word in ("hello", "package"):
             producer.send(word.encode())
         assert sorted(m.data() for m in receive_all(out, 2)) == [b"hello!", b"package!"]
+        # A new version of the package, and the function moved to it: instances restart
+        # with the new code.
+        code.write_bytes(EXCLAMATION.replace(b'"!"', b'"?"'))
+        v2 = url.replace("@v1", "@v2")
+        ok(packages_standalone, "packages", "upload", v2, "--path", str(code),
+           "--description", "questions")
+        assert ok(packages_standalone, "functions", "update", "--py", v2,
+                  "--name", name) == "Updated successfully\n"
+        assert json.loads(ok(packages_standalone, "functions", "get", "--name", name))["py"] == v2
+
+        def answers_with_v2() -> bool:
+            producer.send(b"again")
+            try:
+                return out.receive(2000).data() == b"again?"
+            except pulsar.Timeout:
+                return False
+
+        wait_for(answers_with_v2, 60, "the instances run v2")
     finally:
         client.close()
-    assert json.loads(ok(packages_standalone, "functions", "get", "--name", name))["py"] == url
     ok(packages_standalone, "functions", "delete", "--name", name)
 
 
