@@ -8,7 +8,6 @@ Shared and Key_Shared (the client uses the count for dead-letter topics).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
 from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
@@ -18,6 +17,7 @@ from pulsar_broker.subscriptions import (
     key_shared,
     shared,
     single_active,
+    subscription_stats,
 )
 from pulsar_broker.subscriptions import dispatcher as dispatch
 from pulsar_broker.subscriptions.consumer import Consumer, SubType, unacknowledged_in
@@ -212,39 +212,25 @@ class Subscription:
             self.dispatcher.remove_consumer(consumer)
         await self.dispatcher.close()
 
-    def stats(self) -> dict[str, Any]:
-        backlog = self.cursor.number_of_entries_in_backlog
-        delayed = self.dispatcher.delayed_count()
-        return {
-            "msgRateOut": 0.0,
-            "msgThroughputOut": 0.0,
-            "msgBacklog": backlog,
-            "backlogSize": 0,
-            "msgBacklogNoDelayed": max(0, backlog - delayed),
-            "msgDelayed": delayed,
-            "unackedMessages": sum(c.unacked_messages for c in self.consumers),
-            "type": {SubType.EXCLUSIVE: "Exclusive", SubType.SHARED: "Shared",
-                     SubType.FAILOVER: "Failover", SubType.KEY_SHARED: "Key_Shared"}[self.sub_type],
-            "msgOutCounter": sum(c.msg_out for c in self.consumers),
-            "bytesOutCounter": sum(c.bytes_out for c in self.consumers),
-            "isDurable": self.durable,
-            # pulsar-py only: entries acknowledged without delivery because no client
-            # could read them (stored before SENDs were checked).
-            "unreadableEntriesSkipped": self.dispatcher.unreadable_entries_skipped,
-            "isReplicated": False,
-            "consumers": [
-                {
-                    "consumerName": c.consumer_name,
-                    "availablePermits": c.permits,
-                    "unackedMessages": c.unacked_messages,
-                    "msgOutCounter": c.msg_out,
-                    "bytesOutCounter": c.bytes_out,
-                    "address": c.cnx.remote_address,
-                    "priorityLevel": c.priority_level,
-                }
-                for c in self.consumers
-            ],
-        }
+    def stats(self) -> subscription_stats.SubscriptionStats:
+        return subscription_stats.SubscriptionStats(
+            sub_type=self.sub_type,
+            durable=self.durable,
+            backlog=self.cursor.number_of_entries_in_backlog,
+            delayed=self.dispatcher.delayed_count(),
+            unacked_messages=sum(c.unacked_messages for c in self.consumers),
+            msg_out=sum(c.msg_out for c in self.consumers),
+            bytes_out=sum(c.bytes_out for c in self.consumers),
+            # Stored before SENDs were checked, no client could read them.
+            unreadable_entries_skipped=self.dispatcher.unreadable_entries_skipped,
+            consumers=tuple(
+                subscription_stats.ConsumerStats(
+                    consumer_name=c.consumer_name, available_permits=c.permits,
+                    unacked_messages=c.unacked_messages, msg_out=c.msg_out,
+                    bytes_out=c.bytes_out, address=c.cnx.remote_address,
+                    priority_level=c.priority_level)
+                for c in self.consumers),
+        )
 
 
 def new_dispatcher(

@@ -14,7 +14,6 @@ import itertools
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
 
 from pulsar_common import naming
 
@@ -32,6 +31,7 @@ from pulsar_broker.topics import (
     publish_rate,
     subscribe_rate,
     telemetry,
+    topic_stats,
 )
 from pulsar_broker.topics.compaction import compactor
 from pulsar_broker.topics.compaction.compacted_cursor import CompactedCursor
@@ -498,71 +498,57 @@ class PersistentTopic:
 
     # Stats
 
-    def stats(self) -> dict[str, Any]:
-        return {
-            "msgRateIn": 0.0,
-            "msgThroughputIn": 0.0,
-            "msgRateOut": 0.0,
-            "msgThroughputOut": 0.0,
-            "msgInCounter": self.msg_in,
-            "bytesInCounter": self.bytes_in,
-            "averageMsgSize": (self.bytes_in / self.msg_in) if self.msg_in else 0.0,
-            "storageSize": self.ledger.total_size,
-            "backlogSize": self.backlog_size(),
-            "publishers": [
-                {"producerId": p.producer_id, "producerName": p.name, "msgInCounter": p.msg_in,
-                 "bytesInCounter": p.bytes_in, "address": p.remote_address}
-                for p in self.producers.values()
-            ],
-            "subscriptions": {name: s.stats() for name, s in self.subscriptions.items()},
-            "replication": {},
-            "deduplicationStatus": "Enabled" if self.deduplication else "Disabled",
-            **({} if self.compaction is None else {"compaction": {
-                "lastCompactionRemovedEventCount": self.compaction.removed_event_count,
-                "lastCompactionSucceedTimestamp": self.compaction.succeed_timestamp_ms,
-                "lastCompactionFailedTimestamp": self.compaction.failed_timestamp_ms,
-                "lastCompactionDurationTimeInMills": self.compaction.duration_ms,
-            }}),
-        }
+    def stats(self) -> topic_stats.TopicStats:
+        compaction = self.compaction
+        return topic_stats.TopicStats(
+            msg_in=self.msg_in,
+            bytes_in=self.bytes_in,
+            storage_size=self.ledger.total_size,
+            backlog_size=self.backlog_size(),
+            publishers=tuple(
+                topic_stats.PublisherStats(
+                    producer_id=p.producer_id, producer_name=p.name, msg_in=p.msg_in,
+                    bytes_in=p.bytes_in, address=p.remote_address)
+                for p in self.producers.values()),
+            subscriptions={name: s.stats() for name, s in self.subscriptions.items()},
+            deduplication=bool(self.deduplication),
+            compaction=None if compaction is None else topic_stats.CompactionStats(
+                removed_event_count=compaction.removed_event_count,
+                succeed_timestamp_ms=compaction.succeed_timestamp_ms,
+                failed_timestamp_ms=compaction.failed_timestamp_ms,
+                duration_ms=compaction.duration_ms),
+        )
 
     def backlog_size(self) -> int:
         """Estimated bytes the slowest subscription has not acknowledged."""
         return backlog_quota.backlog_size(self)
 
-    def internal_stats(self) -> dict[str, Any]:
+    def internal_stats(self) -> topic_stats.InternalStats:
         ledger = self.ledger
-        return {
-            "entriesAddedCounter": ledger.number_of_entries,
-            "numberOfEntries": ledger.number_of_entries,
-            "totalSize": ledger.total_size,
-            "currentLedgerEntries": ledger.ledgers[-1].entries if ledger.ledgers else 0,
-            "currentLedgerSize": ledger.ledgers[-1].size if ledger.ledgers else 0,
-            "lastConfirmedEntry": str(ledger.last_confirmed_entry),
-            "state": "Terminated" if ledger.is_terminated else "LedgerOpened",
-            "ledgers": [
-                {"ledgerId": info.ledger_id, "entries": info.entries, "size": info.size,
-                 "timestamp": info.timestamp_ms}
-                for info in ledger.ledgers
-            ],
-            "cursors": {
-                c.name: {
-                    "markDeletePosition": str(c.mark_delete_position),
-                    "readPosition": str(c.read_position),
-                    "individuallyDeletedMessages": "["
-                    + ", ".join(f"({lo}..{hi}]" for lo, hi in c.individually_deleted_ranges)
-                    + "]",
-                    "numberOfEntriesSinceFirstNotAckedMessage": c.number_of_entries_in_backlog,
-                    "properties": c.properties,
-                }
+        ledgers = tuple(ledger.ledgers)
+        return topic_stats.InternalStats(
+            number_of_entries=ledger.number_of_entries,
+            total_size=ledger.total_size,
+            current_ledger_entries=ledgers[-1].entries if ledgers else 0,
+            current_ledger_size=ledgers[-1].size if ledgers else 0,
+            last_confirmed_entry=ledger.last_confirmed_entry,
+            terminated=ledger.is_terminated,
+            ledgers=ledgers,
+            cursors={
+                c.name: topic_stats.CursorStats(
+                    mark_delete_position=c.mark_delete_position,
+                    read_position=c.read_position,
+                    individually_deleted_ranges=tuple(c.individually_deleted_ranges),
+                    entries_since_first_not_acked=c.number_of_entries_in_backlog,
+                    properties=dict(c.properties))
                 for c in ledger.cursors
             },
-            **self._compacted_ledger_stats(),
-        }
+            compacted_ledger=self._compacted_ledger_stats(),
+        )
 
-    def _compacted_ledger_stats(self) -> dict[str, Any]:
+    def _compacted_ledger_stats(self) -> topic_stats.CompactedLedgerStats | None:
         view = None if self.compaction is None else self.compaction.loaded_view
         if view is None:
-            return {}
-        return {"compactedLedger": {"ledgerId": view.ledger_id, "entries": len(view.positions),
-                                    "size": view.handle.length, "offloaded": False,
-                                    "underReplicated": False}}
+            return None
+        return topic_stats.CompactedLedgerStats(
+            ledger_id=view.ledger_id, entries=len(view.positions), size=view.handle.length)

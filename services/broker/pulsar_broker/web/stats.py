@@ -1,9 +1,10 @@
 """Topic stats as Apache renders them, and their sum over the partitions of a topic.
 
-The topic's own `stats()` gives the per-topic view; this module adds the
-topic-level out counters Apache reports (the sum over subscriptions) and
-builds PartitionedTopicStats: the partitions' numbers added up, publishers
-listed together, subscriptions merged by name, plus `metadata.partitions`.
+The topic's own `stats()` gives the per-topic view (a value that stats_json
+renders, for a persistent topic); this module adds the topic-level out
+counters Apache reports (the sum over subscriptions) and builds
+PartitionedTopicStats: the partitions' numbers added up, publishers listed
+together, subscriptions merged by name, plus `metadata.partitions`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pulsar_broker import errors
 from pulsar_broker.topics import backlog_quota
 from pulsar_broker.topics.non_persistent.topic import NonPersistentTopic
 from pulsar_broker.topics.persistent_topic import PersistentTopic
-from pulsar_broker.web import peek, rates, rest
+from pulsar_broker.web import peek, rates, rest, stats_json
 
 #: Fields of a subscription that are not numbers to add up.
 _SUBSCRIPTION_KEEP_FIRST = ("type", "isDurable", "isReplicated")
@@ -43,7 +44,8 @@ _COMPACTED_LEDGER_NONE = {"ledgerId": -1, "entries": -1, "size": -1, "offloaded"
 def topic_stats(topic: PersistentTopic | NonPersistentTopic, tracker: rates.RateTracker,
                 owner_broker: str = "") -> dict[str, Any]:
     """The topic's stats with the tracker's rates filled in, as Apache reports them."""
-    result = {**_TOPIC_STATS_DEFAULTS, **topic.stats()}
+    own = topic.stats() if isinstance(topic, NonPersistentTopic) else stats_json.topic(topic.stats())
+    result = {**_TOPIC_STATS_DEFAULTS, **own}
     if owner_broker:
         result.setdefault("ownerBroker", owner_broker)
     name = str(topic.name)
@@ -185,7 +187,7 @@ def _merge_subscriptions(all_subscriptions: Iterable[dict[str, dict[str, Any]]])
 
 def internal_stats(topic: PersistentTopic) -> dict[str, Any]:
     """The managed ledger's internal stats, with Apache's fields for absent features."""
-    result = topic.internal_stats()
+    result = stats_json.internal(topic.internal_stats())
     result.setdefault("pendingAddEntriesCount", 0)
     result.setdefault("waitingCursorsCount", 0)
     result.setdefault("schemaLedgers", [])

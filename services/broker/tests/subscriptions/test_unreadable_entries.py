@@ -71,6 +71,6 @@ async def test_unreadable_entries_are_skipped_and_the_good_ones_delivered(
         assert cnx.sent == wanted
         await subscription.acknowledge(consumer, wanted, cumulative=False)
         assert cursor.number_of_entries_in_backlog == 0
-        assert subscription.stats()["unreadableEntriesSkipped"] == 3
+        assert subscription.stats().unreadable_entries_skipped == 3
     finally:
         await subscription.close()
