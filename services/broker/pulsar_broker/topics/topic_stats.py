@@ -1,9 +1,10 @@
-"""What a persistent topic reports about itself, as plain values.
+"""What a topic reports about itself, as plain values.
 
-`PersistentTopic.stats()` and `internal_stats()` return these; the REST layer
-renders them as Apache's TopicStats and PersistentTopicInternalStats JSON
-(pulsar_broker.web.stats_json) and fills in the rates and the fields of
-features this broker does not have.
+`PersistentTopic.stats()` and `internal_stats()`, `NonPersistentTopic.stats()`
+and `NonPersistentSubscription.stats()` return these; the REST layer renders
+them as Apache's TopicStats, PersistentTopicInternalStats and
+NonPersistentTopicStats JSON (pulsar_broker.web.stats_json) and fills in the
+rates and the fields of features this broker does not have.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from pulsar_broker.managed_ledger import api as ml
-from pulsar_broker.subscriptions.subscription_stats import SubscriptionStats
+from pulsar_broker.subscriptions.consumer import SubType
+from pulsar_broker.subscriptions.subscription_stats import ConsumerStats, SubscriptionStats
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,3 +80,21 @@ class InternalStats:
     cursors: Mapping[str, CursorStats]
     #: None: no compacted ledger is loaded.
     compacted_ledger: CompactedLedgerStats | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class NonPersistentSubscriptionStats:
+    sub_type: SubType
+    msg_out: int
+    bytes_out: int
+    #: Messages dropped per second (no permits when they came).
+    msg_drop_rate: float
+    consumers: tuple[ConsumerStats, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class NonPersistentTopicStats:
+    msg_in: int
+    bytes_in: int
+    publishers: tuple[PublisherStats, ...]
+    subscriptions: Mapping[str, NonPersistentSubscriptionStats]

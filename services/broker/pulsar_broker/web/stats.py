@@ -1,7 +1,7 @@
 """Topic stats as Apache renders them, and their sum over the partitions of a topic.
 
 The topic's own `stats()` gives the per-topic view (a value that stats_json
-renders, for a persistent topic); this module adds the topic-level out
+renders as Apache's JSON); this module adds the topic-level out
 counters Apache reports (the sum over subscriptions) and builds
 PartitionedTopicStats: the partitions' numbers added up, publishers listed
 together, subscriptions merged by name, plus `metadata.partitions`.
@@ -44,8 +44,7 @@ _COMPACTED_LEDGER_NONE = {"ledgerId": -1, "entries": -1, "size": -1, "offloaded"
 def topic_stats(topic: PersistentTopic | NonPersistentTopic, tracker: rates.RateTracker,
                 owner_broker: str = "") -> dict[str, Any]:
     """The topic's stats with the tracker's rates filled in, as Apache reports them."""
-    own = topic.stats() if isinstance(topic, NonPersistentTopic) else stats_json.topic(topic.stats())
-    result = {**_TOPIC_STATS_DEFAULTS, **own}
+    result = {**_TOPIC_STATS_DEFAULTS, **stats_json.topic(topic.stats())}
     if owner_broker:
         result.setdefault("ownerBroker", owner_broker)
     name = str(topic.name)

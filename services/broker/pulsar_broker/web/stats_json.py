@@ -17,6 +17,8 @@ from pulsar_broker.topics.topic_stats import (
     CompactionStats,
     CursorStats,
     InternalStats,
+    NonPersistentSubscriptionStats,
+    NonPersistentTopicStats,
     PublisherStats,
     TopicStats,
 )
@@ -26,8 +28,10 @@ SUBSCRIPTION_TYPE_NAMES = {SubType.EXCLUSIVE: "Exclusive", SubType.SHARED: "Shar
                            SubType.FAILOVER: "Failover", SubType.KEY_SHARED: "Key_Shared"}
 
 
-def topic(stats: TopicStats) -> dict[str, Any]:
-    """Apache's TopicStats (PersistentTopicStats) of a persistent topic."""
+def topic(stats: TopicStats | NonPersistentTopicStats) -> dict[str, Any]:
+    """Apache's TopicStats: PersistentTopicStats or NonPersistentTopicStats."""
+    if isinstance(stats, NonPersistentTopicStats):
+        return _non_persistent_topic(stats)
     return {
         "msgRateIn": 0.0,
         "msgThroughputIn": 0.0,
@@ -132,3 +136,49 @@ def _cursor(stats: CursorStats) -> dict[str, Any]:
 def _compacted_ledger(stats: CompactedLedgerStats) -> dict[str, Any]:
     return {"ledgerId": stats.ledger_id, "entries": stats.entries, "size": stats.size,
             "offloaded": False, "underReplicated": False}
+
+
+def _non_persistent_topic(stats: NonPersistentTopicStats) -> dict[str, Any]:
+    """Apache's NonPersistentTopicStats; the rates other than msgDropRate are filled in by
+    the rate tracker, as for persistent topics."""
+    subscriptions = {name: _non_persistent_subscription(s)
+                     for name, s in stats.subscriptions.items()}
+    return {
+        "msgRateIn": 0.0,
+        "msgThroughputIn": 0.0,
+        "msgRateOut": 0.0,
+        "msgThroughputOut": 0.0,
+        "msgInCounter": stats.msg_in,
+        "bytesInCounter": stats.bytes_in,
+        "msgOutCounter": sum(s["msgOutCounter"] for s in subscriptions.values()),
+        "bytesOutCounter": sum(s["bytesOutCounter"] for s in subscriptions.values()),
+        "averageMsgSize": (stats.bytes_in / stats.msg_in) if stats.msg_in else 0.0,
+        "storageSize": 0,
+        "backlogSize": 0,
+        "msgDropRate": sum(s["msgDropRate"] for s in subscriptions.values()),
+        "publishers": [{**_publisher(p), "msgDropRate": 0.0} for p in stats.publishers],
+        "subscriptions": subscriptions,
+        "replication": {},
+        "deduplicationStatus": "Disabled",
+    }
+
+
+def _non_persistent_subscription(stats: NonPersistentSubscriptionStats) -> dict[str, Any]:
+    """Apache's NonPersistentSubscriptionStats."""
+    return {
+        "msgRateOut": 0.0,
+        "msgThroughputOut": 0.0,
+        "msgOutCounter": stats.msg_out,
+        "bytesOutCounter": stats.bytes_out,
+        "msgBacklog": 0,
+        "msgDropRate": stats.msg_drop_rate,
+        "type": SUBSCRIPTION_TYPE_NAMES[stats.sub_type],
+        "isDurable": False,
+        "isReplicated": False,
+        "consumers": [
+            {"consumerName": c.consumer_name, "availablePermits": c.available_permits,
+             "msgOutCounter": c.msg_out, "bytesOutCounter": c.bytes_out,
+             "address": c.address, "priorityLevel": c.priority_level}
+            for c in stats.consumers
+        ],
+    }

@@ -13,6 +13,8 @@ from pulsar_broker.topics.topic_stats import (
     CompactionStats,
     CursorStats,
     InternalStats,
+    NonPersistentSubscriptionStats,
+    NonPersistentTopicStats,
     PublisherStats,
     TopicStats,
 )
@@ -102,3 +104,35 @@ def test_a_terminated_ledger_without_compacted_ledger() -> None:
         INTERNAL, terminated=True, compacted_ledger=None))
     assert rendered["state"] == "Terminated"
     assert "compactedLedger" not in rendered
+
+
+def test_a_non_persistent_topic_renders_as_apaches_non_persistent_topic_stats() -> None:
+    consumer = SUBSCRIPTION.consumers[0]
+    shared = NonPersistentSubscriptionStats(
+        sub_type=SubType.SHARED, msg_out=6, bytes_out=600, msg_drop_rate=0.5,
+        consumers=(consumer,))
+    exclusive = NonPersistentSubscriptionStats(
+        sub_type=SubType.EXCLUSIVE, msg_out=4, bytes_out=400, msg_drop_rate=0.25, consumers=())
+    value = NonPersistentTopicStats(msg_in=10, bytes_in=1000, publishers=TOPIC.publishers,
+                                    subscriptions={"a": shared, "b": exclusive})
+    assert json.dumps(stats_json.topic(value)) == json.dumps({
+        "msgRateIn": 0.0, "msgThroughputIn": 0.0, "msgRateOut": 0.0, "msgThroughputOut": 0.0,
+        "msgInCounter": 10, "bytesInCounter": 1000, "msgOutCounter": 10,
+        "bytesOutCounter": 1000, "averageMsgSize": 100.0, "storageSize": 0, "backlogSize": 0,
+        "msgDropRate": 0.75,
+        "publishers": [{"producerId": 4, "producerName": "p", "msgInCounter": 10,
+                        "bytesInCounter": 1000, "address": "127.0.0.1:5001",
+                        "msgDropRate": 0.0}],
+        "subscriptions": {
+            "a": {"msgRateOut": 0.0, "msgThroughputOut": 0.0, "msgOutCounter": 6,
+                  "bytesOutCounter": 600, "msgBacklog": 0, "msgDropRate": 0.5,
+                  "type": "Shared", "isDurable": False, "isReplicated": False,
+                  "consumers": [{"consumerName": "c1", "availablePermits": 997,
+                                 "msgOutCounter": 40, "bytesOutCounter": 4000,
+                                 "address": "127.0.0.1:5000", "priorityLevel": 0}]},
+            "b": {"msgRateOut": 0.0, "msgThroughputOut": 0.0, "msgOutCounter": 4,
+                  "bytesOutCounter": 400, "msgBacklog": 0, "msgDropRate": 0.25,
+                  "type": "Exclusive", "isDurable": False, "isReplicated": False,
+                  "consumers": []}},
+        "replication": {}, "deduplicationStatus": "Disabled",
+    })

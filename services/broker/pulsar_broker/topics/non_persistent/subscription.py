@@ -11,20 +11,17 @@ kept for redelivery; acknowledgements only release what the consumer holds.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
-from pulsar_broker.subscriptions import selection
+from pulsar_broker.subscriptions import selection, subscription_stats
 from pulsar_broker.subscriptions.consumer import Consumer, Dispatched, SubType
 from pulsar_broker.subscriptions.subscription import (
     ConsumerBusyError,
     SubscriptionTypeMismatchError,
 )
+from pulsar_broker.topics import topic_stats
 from pulsar_broker.topics.non_persistent import rates
-
-TYPE_NAMES = {SubType.EXCLUSIVE: "Exclusive", SubType.SHARED: "Shared",
-              SubType.FAILOVER: "Failover", SubType.KEY_SHARED: "Key_Shared"}
 
 
 class NonPersistentDispatcher:
@@ -132,25 +129,20 @@ class NonPersistentSubscription:
             consumer.cnx.send_close_consumer(consumer.consumer_id)
             self.dispatcher.remove_consumer(consumer)
 
-    def stats(self) -> dict[str, Any]:
-        """Apache's NonPersistentSubscriptionStats."""
-        return {
-            "msgRateOut": 0.0,
-            "msgThroughputOut": 0.0,
-            "msgOutCounter": self.msg_out,
-            "bytesOutCounter": self.bytes_out,
-            "msgBacklog": 0,
-            "msgDropRate": self.drops.rate(),
-            "type": TYPE_NAMES[self.sub_type],
-            "isDurable": False,
-            "isReplicated": False,
-            "consumers": [
-                {"consumerName": c.consumer_name, "availablePermits": c.permits,
-                 "msgOutCounter": c.msg_out, "bytesOutCounter": c.bytes_out,
-                 "address": c.cnx.remote_address, "priorityLevel": c.priority_level}
-                for c in self.consumers
-            ],
-        }
+    def stats(self) -> topic_stats.NonPersistentSubscriptionStats:
+        return topic_stats.NonPersistentSubscriptionStats(
+            sub_type=self.sub_type,
+            msg_out=self.msg_out,
+            bytes_out=self.bytes_out,
+            msg_drop_rate=self.drops.rate(),
+            consumers=tuple(
+                subscription_stats.ConsumerStats(
+                    consumer_name=c.consumer_name, available_permits=c.permits,
+                    unacked_messages=c.unacked_messages, msg_out=c.msg_out,
+                    bytes_out=c.bytes_out, address=c.cnx.remote_address,
+                    priority_level=c.priority_level)
+                for c in self.consumers),
+        )
 
 
 def not_supported(what: str) -> errors.NotAllowedError:

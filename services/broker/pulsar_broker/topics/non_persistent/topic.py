@@ -20,7 +20,7 @@ from pulsar_common.wire import errors as wire_errors
 from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.subscriptions.consumer import Dispatched, SubType
-from pulsar_broker.topics import deduplication, policies
+from pulsar_broker.topics import deduplication, policies, topic_stats
 from pulsar_broker.topics.non_persistent.subscription import (
     NonPersistentSubscription,
     not_supported,
@@ -153,29 +153,14 @@ class NonPersistentTopic:
 
     # Stats
 
-    def stats(self) -> dict[str, Any]:
-        """Apache's NonPersistentTopicStats; the rates other than msgDropRate are filled in
-        by the web layer's rate tracker, as for persistent topics."""
-        subscriptions = {name: s.stats() for name, s in self.subscriptions.items()}
-        return {
-            "msgRateIn": 0.0,
-            "msgThroughputIn": 0.0,
-            "msgRateOut": 0.0,
-            "msgThroughputOut": 0.0,
-            "msgInCounter": self.msg_in,
-            "bytesInCounter": self.bytes_in,
-            "msgOutCounter": sum(s["msgOutCounter"] for s in subscriptions.values()),
-            "bytesOutCounter": sum(s["bytesOutCounter"] for s in subscriptions.values()),
-            "averageMsgSize": (self.bytes_in / self.msg_in) if self.msg_in else 0.0,
-            "storageSize": 0,
-            "backlogSize": 0,
-            "msgDropRate": sum(s["msgDropRate"] for s in subscriptions.values()),
-            "publishers": [
-                {"producerId": p.producer_id, "producerName": p.name, "msgInCounter": p.msg_in,
-                 "bytesInCounter": p.bytes_in, "address": p.remote_address, "msgDropRate": 0.0}
-                for p in self.producers.values()
-            ],
-            "subscriptions": subscriptions,
-            "replication": {},
-            "deduplicationStatus": "Disabled",
-        }
+    def stats(self) -> topic_stats.NonPersistentTopicStats:
+        return topic_stats.NonPersistentTopicStats(
+            msg_in=self.msg_in,
+            bytes_in=self.bytes_in,
+            publishers=tuple(
+                topic_stats.PublisherStats(
+                    producer_id=p.producer_id, producer_name=p.name, msg_in=p.msg_in,
+                    bytes_in=p.bytes_in, address=p.remote_address)
+                for p in self.producers.values()),
+            subscriptions={name: s.stats() for name, s in self.subscriptions.items()},
+        )
