@@ -11,6 +11,7 @@ from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.managed_ledger import errors as ml_errors
 from pulsar_broker.namespace import listeners
 from pulsar_broker.security import authorization as authz
+from pulsar_broker.subscriptions import subscription
 from pulsar_broker.topics import producer_access
 
 T = pb.BaseCommand
@@ -22,8 +23,6 @@ PROTOCOL_VERSION = 20
 
 def server_error_of(exc: BaseException) -> int:
     """The ServerError code the client understands best for a broker exception."""
-    from pulsar_broker.subscriptions import subscription
-
     for kind, code in _ERROR_CODES:
         if isinstance(exc, kind):
             return code
