@@ -1,4 +1,5 @@
-"""`pulsar initialize-namespace` and `pulsar compact-topic`: Apache's metadata-side tools.
+"""`pulsar initialize-namespace`, `pulsar delete-cluster-metadata` and `pulsar compact-topic`:
+Apache's metadata-side tools.
 
 `initialize-namespace` creates namespaces (and their tenants) straight in the
 metadata store, without a broker running, as Apache's does before a cluster
@@ -8,6 +9,15 @@ the broker that serves the topic to compact it, through the cluster's web
 service URL (from the cluster record in the metadata store named by the
 broker.conf given), and waits for the result, so a compaction never runs
 beside the broker's own.
+
+`delete-cluster-metadata` tears a stopped cluster's records out of the
+metadata store, as Apache's does: the cluster's local state (managed ledgers
+and their cursors, bundle ownership, load reports, schemas); with
+`--bookkeeper-metadata-service-uri`, BookKeeper's ledger records too (the
+bookies' data is then unreachable: format them as well); with
+`--configuration-store`, the cluster's record in the configuration store.
+Unlike Apache's, it refuses while a broker is still registered, so it cannot
+pull the metadata from under a running cluster.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ from pulsar_common.metadata import factory as md_factory
 
 from pulsar_broker import config as broker_config
 from pulsar_broker import errors, resources
+from pulsar_broker.namespace import registry
 
 #: How long `compact-topic` waits for the broker to finish, and how often it asks.
 COMPACTION_WAIT_S = 600.0
@@ -70,6 +81,68 @@ def add_initialize_namespace_arguments(
                                           args.namespaces))
         for text in args.namespaces:
             print(f"namespace {text} initialized for cluster {args.cluster}")
+        return 0
+
+    return run
+
+
+#: A cluster's local state in the metadata store (Pulsar's, not BookKeeper's).
+CLUSTER_LOCAL_PATHS = ("/managed-ledgers", "/namespace", "/loadbalance", "/schemas")
+#: BookKeeper's ledger records (deleted only when asked with the BookKeeper option).
+BOOKKEEPER_PATHS = ("/ledgers", "/ledgers-idgen")
+
+
+async def delete_cluster_metadata(metadata_url: str, cluster: str, *,
+                                  configuration_url: str | None = None,
+                                  bookkeeper: bool = False) -> list[str]:
+    """Delete a stopped cluster's metadata; the paths deleted. Refuses (ConfigError) while
+    a broker is registered in the store."""
+    store = await md_factory.create_store(metadata_url)
+    try:
+        brokers = await store.get_children(registry.BROKERS_ROOT)
+        if brokers:
+            raise common_errors.ConfigError(
+                f"brokers are still registered ({', '.join(sorted(brokers))}): stop the "
+                "cluster before deleting its metadata")
+        targets = list(CLUSTER_LOCAL_PATHS) + (list(BOOKKEEPER_PATHS) if bookkeeper else [])
+        deleted = [path for path in targets if await store.exists(path)
+                   or await store.get_children(path)]
+        for path in deleted:
+            await store.delete_recursive(path)
+    finally:
+        await store.close()
+    if configuration_url is not None:
+        config_store = await md_factory.create_store(configuration_url)
+        try:
+            path = f"{resources.CLUSTERS}/{cluster}"
+            if await config_store.exists(path):
+                await config_store.delete_recursive(path)
+                deleted.append(path)
+        finally:
+            await config_store.close()
+    return deleted
+
+
+def add_delete_cluster_metadata_arguments(
+        parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
+    parser.add_argument("-md", "--metadata-store", "-zk", "--zookeeper", dest="metadata_store",
+                        required=True, help="the cluster's metadata store URL, e.g. "
+                        "etcd:http://host:2379 (Apache's -zk is accepted as the same)")
+    parser.add_argument("-c", "-cluster", "--cluster", required=True, help="cluster name")
+    parser.add_argument("-cs", "--configuration-store", "--configuration-metadata-store",
+                        dest="configuration_store",
+                        help="configuration store URL: also delete the cluster's record there")
+    parser.add_argument("--bookkeeper-metadata-service-uri",
+                        help="also delete BookKeeper's ledger records (any value: our bookies "
+                        "keep them in the same store)")
+
+    def run(args: argparse.Namespace) -> int:
+        deleted = asyncio.run(delete_cluster_metadata(
+            args.metadata_store, args.cluster, configuration_url=args.configuration_store,
+            bookkeeper=args.bookkeeper_metadata_service_uri is not None))
+        for path in deleted:
+            print(f"deleted {path}")
+        print(f"metadata of cluster {args.cluster} deleted")
         return 0
 
     return run

@@ -1,4 +1,5 @@
-"""`pulsar initialize-namespace` and `pulsar compact-topic` as an operator runs them."""
+"""`pulsar initialize-namespace`, `pulsar delete-cluster-metadata` and `pulsar compact-topic` as
+an operator runs them."""
 
 from __future__ import annotations
 
@@ -63,3 +64,36 @@ def test_compact_topic_reports_a_config_without_metadata_store(tmp_path: pathlib
     result = pulsar_command("compact-topic", "-c", str(conf), "-t", "persistent://a/b/c")
     assert result.returncode == 2
     assert "metadataStoreUrl is not set" in result.stderr
+
+
+def test_delete_cluster_metadata_refuses_a_running_cluster_then_tears_a_stopped_one_down(
+        tmp_path: pathlib.Path, etcd_url: str) -> None:
+    node = broker_testing.StandaloneProcess(
+        tmp_path / "data", {"journalSyncData": "false", "metadataStoreUrl": etcd_url})
+    node.extra_arguments = ["-nfw"]
+    node.start()
+    try:
+        client = pulsar.Client(node.service_url)
+        client.create_producer("persistent://public/default/to-forget").send(b"old")
+        client.close()
+        refused = pulsar_command("delete-cluster-metadata", "-md", etcd_url, "-c", "standalone")
+        assert refused.returncode != 0
+        assert "brokers are still registered" in refused.stderr
+    finally:
+        node.stop()
+    deleted = pulsar_command("delete-cluster-metadata", "-zk", etcd_url, "-c", "standalone",
+                             "-cs", etcd_url, "--bookkeeper-metadata-service-uri", etcd_url)
+    assert deleted.returncode == 0, deleted.stderr
+    assert "deleted /managed-ledgers" in deleted.stdout
+    assert "deleted /admin/clusters/standalone" in deleted.stdout
+    assert "metadata of cluster standalone deleted" in deleted.stdout
+    # A broker started on the emptied store starts a new cluster: the old topic is gone.
+    node = broker_testing.StandaloneProcess(
+        tmp_path / "data2", {"journalSyncData": "false", "metadataStoreUrl": etcd_url})
+    node.extra_arguments = ["-nfw"]
+    node.start()
+    try:
+        topics = get_json(f"{node.web_url}/admin/v2/persistent/public/default")
+        assert "persistent://public/default/to-forget" not in topics  # type: ignore[operator]
+    finally:
+        node.stop()

@@ -34,6 +34,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "create namespaces (and their tenants) in the metadata store, without a broker",
         "pulsar_broker.metadata_tools:add_initialize_namespace_arguments",
     ),
+    "delete-cluster-metadata": (
+        "delete a stopped cluster's records from the metadata store",
+        "pulsar_broker.metadata_tools:add_delete_cluster_metadata_arguments",
+    ),
     "compact-topic": ("compact a topic and wait for the result",
                       "pulsar_broker.metadata_tools:add_compact_topic_arguments"),
     "local-cluster": (
