@@ -34,6 +34,25 @@ class SubscriptionTypeMismatchError(errors.BrokerError):
     """A consumer asked for another type than the subscription's current consumers use."""
 
 
+#: Names no subscription may have: they could not be addressed in the admin REST paths
+#: (a URL path step "." or ".." is resolved away before routing).
+_UNADDRESSABLE_NAMES = frozenset({".", ".."})
+#: Longest subscription name taken (the metadata store keeps one record per name).
+NAME_LENGTH_MAX = 1024
+
+
+def check_name(name: str) -> None:
+    """Refuse a subscription name that is empty, a relative path step, or huge
+    (NotAllowedError, which the binary protocol answers as NotAllowed)."""
+    if not name.strip():
+        raise errors.NotAllowedError("Empty subscription name")
+    if name in _UNADDRESSABLE_NAMES:
+        raise errors.NotAllowedError(f"Invalid subscription name {name!r}")
+    if len(name) > NAME_LENGTH_MAX:
+        raise errors.NotAllowedError(
+            f"Subscription name longer than {NAME_LENGTH_MAX} characters")
+
+
 class Subscription:
     def __init__(
         self,

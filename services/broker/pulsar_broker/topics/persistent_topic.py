@@ -23,6 +23,7 @@ from pulsar_broker.subscriptions import dispatch_rate
 from pulsar_broker.subscriptions import dispatcher as dispatch
 from pulsar_broker.subscriptions.consumer import SubType
 from pulsar_broker.subscriptions.subscription import ConsumerBusyError, Subscription
+from pulsar_broker.subscriptions.subscription import check_name as check_subscription_name
 from pulsar_broker.topics import (
     backlog_quota,
     deduplication,
@@ -257,6 +258,7 @@ class PersistentTopic:
     ) -> Subscription:
         """The subscription, created when new. With read_compacted, it reads the compacted
         view up to the compaction horizon (Exclusive and Failover only, as Apache)."""
+        check_subscription_name(name)
         if read_compacted and sub_type in (SubType.SHARED, SubType.KEY_SHARED):
             raise errors.NotAllowedError(
                 "readCompacted only allowed on failover or exclusive subscriptions")

@@ -84,3 +84,29 @@ def test_huge_topic_names_and_partition_indexes_are_invalid_topic_names(
     assert answer.error == pb.InvalidTopicName
     listed = http.get("/admin/v2/persistent/public/default").json()
     assert not [t for t in listed if f"far-{unique}" in t or len(t) > 2000]
+
+
+def _subscribe(cnx: Any, topic: str, subscription: str) -> Any:
+    command = pb.BaseCommand(type=pb.BaseCommand.SUBSCRIBE)
+    command.subscribe.topic = topic
+    command.subscribe.subscription = subscription
+    command.subscribe.subType = pb.CommandSubscribe.Exclusive
+    command.subscribe.consumer_id = cnx.next_request_id()
+    command.subscribe.request_id = cnx.next_request_id()
+    return cnx.request(command).command
+
+
+def test_empty_relative_and_huge_subscription_names_are_refused(
+        http: Http, unique: str, raw_connection: Callable[[], Any]) -> None:
+    cnx = raw_connection()
+    topic = f"persistent://public/default/subs-{unique}"
+    for name, reason in [("", "Empty subscription name"), ("  ", "Empty subscription name"),
+                         ("..", "Invalid subscription name"), (".", "Invalid subscription name"),
+                         ("s" * 5000, "longer than")]:
+        reply = _subscribe(cnx, topic, name)
+        assert reply.type == pb.BaseCommand.ERROR, (name[:10], reply)
+        assert reply.error.error == pb.NotAllowedError and reason in reply.error.message
+        assert "/managed-ledgers" not in reply.error.message
+    assert _subscribe(cnx, topic, "fine").type == pb.BaseCommand.SUCCESS
+    stats = http.get(f"/admin/v2/persistent/public/default/subs-{unique}/stats").json()
+    assert list(stats["subscriptions"]) == ["fine"]

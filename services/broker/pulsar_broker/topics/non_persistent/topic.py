@@ -20,6 +20,7 @@ from pulsar_common.wire import errors as wire_errors
 from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.subscriptions.consumer import Dispatched, SubType
+from pulsar_broker.subscriptions.subscription import check_name as check_subscription_name
 from pulsar_broker.topics import deduplication, policies, topic_stats
 from pulsar_broker.topics.non_persistent.subscription import (
     NonPersistentSubscription,
@@ -106,6 +107,7 @@ class NonPersistentTopic:
         read_compacted: bool = False,
     ) -> NonPersistentSubscription:
         """Durable or not, a subscription lives while it has consumers (as Apache's)."""
+        check_subscription_name(name)
         self._check_open()
         if read_compacted:
             raise errors.NotAllowedError("readCompacted only valid on persistent topics")
