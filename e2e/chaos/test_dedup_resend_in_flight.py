@@ -13,17 +13,22 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import time
 import uuid
 from collections.abc import Iterator
 
 import pytest
 from pulsar_broker import local_cluster
-from pulsar_broker.testing import read_topic
+from pulsar_broker.testing import RawConnection, read_topic
 from pulsar_common.wire import pulsar_api_pb2 as pb
 
-from e2e.chaos.raw_producer import RawProducer
+NAME = "resender"
+
+
+def producer(port: int, topic: str) -> tuple[RawConnection, int]:
+    """A raw connection with producer NAME; the last sequence id the broker says it sent."""
+    cnx = RawConnection(port, timeout_s=60)
+    return cnx, cnx.create_producer(topic, producer_name=NAME).last_sequence_id
 
 
 @pytest.fixture
@@ -42,22 +47,22 @@ def cluster(tmp_path) -> Iterator[local_cluster.LocalCluster]:
 def test_a_resend_is_not_acknowledged_while_its_first_add_is_in_flight(cluster):
     topic = f"persistent://public/default/dedup-in-flight-{uuid.uuid4().hex[:8]}"
     port = cluster.brokers[0].broker_port
-    first = RawProducer(port, topic, producer_name="resender")
-    first.send(0)
+    first, _ = producer(port, topic)
+    first.send_message(NAME, 0, b"m0")
     assert first.read().command.type == pb.BaseCommand.SEND_RECEIPT
     paused = cluster.bookies[0]
     os.kill(paused.pid, signal.SIGSTOP)
     try:
-        first.send(1)  # held: one of its three bookies does not answer
+        first.send_message(NAME, 1, b"m1")  # held: one of its three bookies does not answer
         first.close()  # the client's connection drops with the send in flight
-        again = RawProducer(port, topic, producer_name="resender")
-        assert again.last_sequence_id == 1  # pushed, as Apache's broker reports it
-        again.send(1)
+        again, last_sequence_id = producer(port, topic)
+        assert last_sequence_id == 1  # pushed, as Apache's broker reports it
+        again.send_message(NAME, 1, b"m1")
         try:
             reply = again.read()
-        except AssertionError:
+        except ConnectionError:
             reply = None  # refused by closing the connection: the client resends later
-        except socket.timeout:
+        except TimeoutError:
             pytest.fail("the resend got no answer at all")
         if reply is not None:
             assert reply.command.type != pb.BaseCommand.SEND_RECEIPT, (
@@ -67,11 +72,11 @@ def test_a_resend_is_not_acknowledged_while_its_first_add_is_in_flight(cluster):
     # Once the first add is persisted, the resend is a duplicate: acknowledged, stored once.
     deadline = time.monotonic() + 60
     while True:
-        retry = RawProducer(port, topic, producer_name="resender")
-        retry.send(1)
+        retry, _ = producer(port, topic)
+        retry.send_message(NAME, 1, b"m1")
         try:
             reply = retry.read()
-        except AssertionError:
+        except ConnectionError:
             reply = None
         retry.close()
         if reply is not None and reply.command.type == pb.BaseCommand.SEND_RECEIPT:

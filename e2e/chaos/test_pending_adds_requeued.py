@@ -15,10 +15,8 @@ from collections.abc import Iterator
 
 import pytest
 from pulsar_broker import local_cluster
-from pulsar_broker.testing import read_topic
+from pulsar_broker.testing import RawConnection, read_topic
 from pulsar_common.wire import pulsar_api_pb2 as pb
-
-from e2e.chaos.raw_producer import RawProducer
 
 TOPIC = "persistent://public/default/in-flight-when-the-writer-stops"
 #: The ledger client's ensembleChangeTimeoutMs (10 s) and some room.
@@ -40,11 +38,12 @@ def cluster(tmp_path) -> Iterator[local_cluster.LocalCluster]:
 
 
 def test_a_send_in_flight_when_the_writer_gives_up_completes_once_a_bookie_returns(cluster):
-    producer = RawProducer(cluster.brokers[0].broker_port, TOPIC)
-    producer.send(0)
+    producer = RawConnection(cluster.brokers[0].broker_port, timeout_s=60)
+    name = producer.create_producer(TOPIC).producer_name
+    producer.send_message(name, 0, b"m0")
     assert producer.read().command.type == pb.BaseCommand.SEND_RECEIPT
     cluster.bookies[0].kill()
-    producer.send(1)
+    producer.send_message(name, 1, b"m1")
     broker = cluster.brokers[0]
     deadline = time.monotonic() + WRITER_GIVES_UP_S
     while "writer stops" not in broker.log_text():
@@ -53,7 +52,7 @@ def test_a_send_in_flight_when_the_writer_gives_up_completes_once_a_bookie_retur
     cluster.bookies[0].start()
     try:
         reply = producer.read()
-    except AssertionError as exc:
+    except ConnectionError as exc:
         raise AssertionError("the in-flight send failed: the broker closed the connection "
                              "instead of writing it to the next ledger") from exc
     assert reply.command.type == pb.BaseCommand.SEND_RECEIPT, reply.command

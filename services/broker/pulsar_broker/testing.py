@@ -5,13 +5,18 @@ factory) that managed-ledger and dispatcher tests share."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import pathlib
+import socket
 import subprocess
 import sys
+import time
 from typing import TYPE_CHECKING, Any, Self
 
 from pulsar_common import testing
+from pulsar_common.wire import frame
+from pulsar_common.wire import pulsar_api_pb2 as pb
 
 if TYPE_CHECKING:
     import pulsar
@@ -278,6 +283,101 @@ STACK_ML_CONFIG: dict[str, Any] = {
     "cursor_position_flush_seconds": 0,
     "cache_size_mb": 1,
 }
+
+
+
+class RawConnection:
+    """A hand-driven binary-protocol connection, for frames the official client never sends."""
+
+    def __init__(self, port: int, timeout_s: float = 10.0,
+                 receive_buffer_bytes: int | None = None) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if receive_buffer_bytes is not None:
+            # Before connecting, so that the TCP window stays this small.
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer_bytes)
+        self.sock.settimeout(timeout_s)
+        self.sock.connect(("127.0.0.1", port))
+        self.decoder = frame.FrameDecoder()
+        self.frames: list[Any] = []
+        self._request_ids = itertools.count(1)
+        connect = pb.BaseCommand(type=pb.BaseCommand.CONNECT)
+        connect.connect.client_version = "raw-test"
+        connect.connect.protocol_version = 20
+        assert self.request(connect).command.type == pb.BaseCommand.CONNECTED
+
+    def next_request_id(self) -> int:
+        return next(self._request_ids)
+
+    def send(self, command: pb.BaseCommand) -> None:
+        self.sock.sendall(frame.encode_command(command))
+
+    def request(self, command: pb.BaseCommand) -> Any:
+        """Send command and return the next frame that is not a PING (answered)."""
+        self.send(command)
+        return self.read()
+
+    def read(self) -> Any:
+        """The next frame other than PING; raises TimeoutError after the socket's timeout."""
+        while True:
+            while not self.frames:
+                data = self.sock.recv(1 << 20)
+                if not data:
+                    raise ConnectionError("closed by the broker")
+                self.frames.extend(self.decoder.feed(data))
+            received = self.frames.pop(0)
+            if received.command.type == pb.BaseCommand.PING:
+                self.send(pb.BaseCommand(type=pb.BaseCommand.PONG))
+                continue
+            return received
+
+    def create_producer(self, topic: str, producer_id: int = 1,
+                        producer_name: str | None = None) -> Any:
+        """PRODUCER; the PRODUCER_SUCCESS command (name, last sequence id) it is answered."""
+        command = pb.BaseCommand(type=pb.BaseCommand.PRODUCER)
+        command.producer.topic = topic
+        command.producer.producer_id = producer_id
+        command.producer.request_id = self.next_request_id()
+        if producer_name is not None:
+            command.producer.producer_name = producer_name
+        reply = self.request(command)
+        assert reply.command.type == pb.BaseCommand.PRODUCER_SUCCESS, reply.command
+        return reply.command.producer_success
+
+    def send_message(self, producer_name: str, sequence_id: int, payload: bytes,
+                     producer_id: int = 1) -> None:
+        """SEND one message (no reply read: see `read`)."""
+
+        command = pb.BaseCommand(type=pb.BaseCommand.SEND)
+        command.send.producer_id = producer_id
+        command.send.sequence_id = sequence_id
+        metadata = pb.MessageMetadata(producer_name=producer_name, sequence_id=sequence_id,
+                                      publish_time=int(time.time() * 1000))
+        self.sock.sendall(frame.encode_payload_command(command, metadata, payload))
+
+    def send_entry(self, entry: bytes, producer_id: int = 1, sequence_id: int = 0,
+                   num_messages: int | None = None) -> Any:
+        """SEND entry (metadataSize | metadata | payload) with a valid checksum; the reply."""
+        command = pb.BaseCommand(type=pb.BaseCommand.SEND)
+        command.send.producer_id = producer_id
+        command.send.sequence_id = sequence_id
+        if num_messages is not None:
+            command.send.num_messages = num_messages
+        header, body = frame.payload_frame_parts(command, entry)
+        self.sock.sendall(header + bytes(body))
+        return self.read()
+
+    def closed_by_peer(self) -> bool:
+        try:
+            while True:
+                if self.sock.recv(65536) == b"":
+                    return True
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+        except TimeoutError:
+            return False
+
+    def close(self) -> None:
+        self.sock.close()
 
 
 @dataclasses.dataclass(kw_only=True)
