@@ -18,8 +18,9 @@ them all.
 Reads (`read_synced`, `children_synced`) do not go through that thread: they
 run on the caller's own thread against a snapshot taken after each sync, so
 they see exactly what callers have been told is written, and never wait
-behind a group and its sync. Only the reads inside a write operation (its
-version check) use the latest state, on the commit thread.
+behind a group and its sync. The reads that are part of an operation (a
+version check, the keys a recursive delete removes) use the latest state, on
+the commit thread.
 
 Each record is a fixed header (format, flags, version, creation and
 modification time, owning session) followed by the value.
