@@ -129,7 +129,10 @@ class CommitThread:
                 self._queue.clear()
             return [(call, failed, None) for call in calls + queued]
         for action in actions:
-            action()
+            try:
+                action()
+            except Exception:  # a notification must not stop the thread every caller waits on
+                log.exception("delivering a metadata notification failed")
         return outcomes
 
     @staticmethod

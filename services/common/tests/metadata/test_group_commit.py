@@ -124,3 +124,13 @@ async def test_an_operation_error_reaches_only_its_caller_as_a_metadata_store_er
     assert isinstance(results[0], errors.MetadataStoreError)
     assert isinstance(results[0].__cause__, RuntimeError)
     assert results[1] == "fine"
+
+
+async def test_a_failing_notification_does_not_stop_the_commit_thread(commits):
+    def write_with_broken_notification() -> str:
+        commits.written()
+        commits.after_sync(lambda: 1 / 0)
+        return "written"
+
+    assert await asyncio.wait_for(commits.run(write_with_broken_notification), WAIT_S) == "written"
+    assert await asyncio.wait_for(commits.run(lambda: "still running"), WAIT_S) == "still running"
