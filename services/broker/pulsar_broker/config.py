@@ -193,6 +193,12 @@ class BrokerConfig:
     dispatch_throttling_rate_per_topic_in_byte: int = setting(
         "dispatchThrottlingRatePerTopicInByte", 0,
         "Bytes per second a topic delivers when its namespace sets no dispatchRate (0: no limit)")
+    dispatch_throttling_rate_in_msg: int = setting(
+        "dispatchThrottlingRateInMsg", 0,
+        "Messages per second the broker delivers over all its topics together (0: no limit)")
+    dispatch_throttling_rate_in_byte: int = setting(
+        "dispatchThrottlingRateInByte", 0,
+        "Bytes per second the broker delivers over all its topics together (0: no limit)")
     dispatch_throttling_rate_per_subscription_in_msg: int = setting(
         "dispatchThrottlingRatePerSubscriptionInMsg", 0,
         "Messages per second a subscription gets when its namespace sets no "

@@ -25,6 +25,7 @@ from pulsar_broker.namespace.bundles import NamespaceBundle
 from pulsar_broker.namespace.ownership import BrokerUrls
 from pulsar_broker.namespace.service import NamespaceService
 from pulsar_broker.schema.registry import SchemaRegistry
+from pulsar_broker.subscriptions import dispatch_rate
 from pulsar_broker.topics import telemetry
 from pulsar_broker.topics.compaction import compactor
 from pulsar_broker.topics.non_persistent.registry import NonPersistentTopics
@@ -71,6 +72,12 @@ class BrokerService:
                                        lambda: self.loaded_topics)
         #: Handed to every topic loaded; whoever serves /metrics adds its recorder here.
         self.telemetry = telemetry.Recorders()
+        #: dispatchThrottlingRateInMsg/InByte: one limiter every dispatcher of every topic
+        #: obeys beside its topic's and its own; read from the settings at each use, so a
+        #: dynamic change applies at once.
+        self.dispatch_slot = dispatch_rate.RateSlot(
+            lambda _now_s: dispatch_rate.broker_rate(self.config.dispatch_throttling_rate_in_msg,
+                                                     self.config.dispatch_throttling_rate_in_byte))
 
     async def start(self) -> None:
         """Register as a live broker (bundles can be assigned to it from now on)."""
@@ -151,6 +158,7 @@ class BrokerService:
             max_read_bytes=self.config.dispatcher_max_read_size_bytes,
             key_shared_replica_points=self.config.key_shared_replica_points,
             recorder=self.telemetry,
+            broker_dispatch=self.dispatch_slot,
             compaction=None if self.ledger_client is None else compactor.TopicCompaction(
                 str(name), ledger, self.ledger_client,
                 quorum=compactor.LedgerQuorum(ledger_config.ensemble_size,

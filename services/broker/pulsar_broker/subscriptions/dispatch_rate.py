@@ -1,13 +1,15 @@
-"""Dispatch rate limiting: how many messages and bytes a topic, or one subscription of it,
-may deliver per rate period (Apache's dispatchRate and subscriptionDispatchRate).
+"""Dispatch rate limiting: how many messages and bytes the broker, a topic, or one
+subscription of it may deliver per rate period (Apache's dispatchThrottlingRateInMsg/InByte,
+dispatchRate and subscriptionDispatchRate).
 
 A limited dimension is a token bucket that holds one period's worth of its
 rate, as Apache's broker keeps it, and may go into debt: every entry sent
 takes its messages and bytes, and a dispatcher reads only while every bucket
 that applies to it is above zero, at most as many messages and bytes as the
 tightest one holds. While one is at or below zero the dispatcher waits until
-it refills. A topic's limiter is shared by all its subscriptions; a
-subscription's is its own.
+it refills. The broker's limiter is shared by every subscription of every
+topic it serves, a topic's by all its subscriptions; a subscription's is its
+own.
 
 Pure: callers pass the time (seconds on a monotonic clock).
 """
@@ -153,6 +155,11 @@ class DispatchRateLimiter:
         return max((b.wait_s() for b in self._buckets()), default=0.0)
 
 
+def broker_rate(messages_per_s: int, bytes_per_s: int) -> DispatchRate:
+    """The broker-wide rate: dispatchThrottlingRateInMsg/InByte, per second (0: unlimited)."""
+    return DispatchRate(messages_per_s, bytes_per_s, period_s=1)
+
+
 class RateSlot:
     """A limiter that follows a rate read at each use: a new (full) one when the limited
     dimensions change, the same one retuned when only the numbers do (a relative rate moves
@@ -172,8 +179,9 @@ class RateSlot:
 
 
 class DispatchThrottle:
-    """The limiters one subscription's dispatcher obeys: its topic's (a slot shared by every
-    subscription of the topic) and its own."""
+    """The limiters one subscription's dispatcher obeys: the broker's (a slot shared by every
+    subscription of the broker), its topic's (shared by every subscription of the topic) and
+    its own."""
 
     def __init__(self, slots: Sequence[RateSlot]) -> None:
         self._slots = list(slots)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import logging
+import random
 import time
 from collections.abc import Callable, Iterable
 
@@ -35,6 +36,9 @@ log = logging.getLogger(__name__)
 MAX_READ_BYTES = 5 * 1024 * 1024
 #: Pause before the read loop tries again after an unexpected failure.
 RETRY_AFTER_FAILURE_S = 0.5
+
+#: Where throttled dispatchers draw the spread of their retries (see _resume_after).
+THROTTLE_JITTER = random.Random()
 
 #: Every dispatcher's read-loop task until it ends (the event loop keeps only weak ones).
 _RUNNING: set[asyncio.Task[None]] = set()
@@ -166,7 +170,8 @@ class Dispatcher(abc.ABC):
                 quota = self.throttle.quota(now_s)
                 if quota is not None:
                     if quota.throttled:
-                        self._resume_after(self.throttle.wait_s(now_s))
+                        self._resume_after(self.throttle.wait_s(now_s)
+                                           + THROTTLE_JITTER.random() * dispatch_rate.RETRY_MIN_S)
                         return
                     batch, max_bytes = quota.fit(batch, max_bytes)
             generation = self._generation
@@ -193,7 +198,10 @@ class Dispatcher(abc.ABC):
         return entries
 
     def _resume_after(self, delay_s: float) -> None:
-        """Over its dispatch rate: look again once the rate allows more."""
+        """Over its dispatch rate: look again once the rate allows more. Dispatchers sharing
+        a limiter (the broker's, a topic's) wait for the same token; their delays are spread
+        by up to RETRY_MIN_S, else the one whose timer was set first would take every refill
+        and starve the others."""
         if self._throttle_timer is None:
             self._throttle_timer = asyncio.get_running_loop().call_later(
                 delay_s, self._throttle_elapsed)

@@ -71,7 +71,8 @@ class PersistentTopic:
                  max_read_bytes: int = dispatch.MAX_READ_BYTES,
                  compaction: compactor.TopicCompaction | None = None,
                  key_shared_replica_points: int = 0,
-                 recorder: telemetry.TopicTelemetry = telemetry.NO_TELEMETRY) -> None:
+                 recorder: telemetry.TopicTelemetry = telemetry.NO_TELEMETRY,
+                 broker_dispatch: dispatch_rate.RateSlot | None = None) -> None:
         self.name = name
         self.ledger = ledger
         self.max_read_batch = max_read_batch
@@ -98,6 +99,9 @@ class PersistentTopic:
         self._publish_meter = publish_rate.PublishMeter()
         self._dispatch_slot = dispatch_rate.RateSlot(
             lambda now_s: self._dispatch_rate_now(self.policies.dispatch_rate, now_s))
+        #: The broker's dispatch rate, shared by every topic it serves (None: a topic built
+        #: without a broker service, as tests do).
+        self._broker_dispatch = broker_dispatch
         self._subscribe_limiter: subscribe_rate.SubscribeRateLimiter | None = None
         stored = ledger.properties.get(producer_access.EPOCH_PROPERTY)
         self.access = producer_access.ProducerAccess(None if stored is None else int(stored))
@@ -338,9 +342,11 @@ class PersistentTopic:
             raise ConsumerBusyError("Subscription reached max consumers limit")
 
     def _dispatch_throttle(self) -> dispatch_rate.DispatchThrottle:
-        """A new subscription's throttle: the topic's dispatch rate and one of its own."""
+        """A new subscription's throttle: the broker's dispatch rate, the topic's and one of
+        its own."""
+        broker = [] if self._broker_dispatch is None else [self._broker_dispatch]
         return dispatch_rate.DispatchThrottle([
-            self._dispatch_slot,
+            *broker, self._dispatch_slot,
             dispatch_rate.RateSlot(lambda now_s: self._dispatch_rate_now(
                 self.policies.subscription_dispatch_rate, now_s))])
 

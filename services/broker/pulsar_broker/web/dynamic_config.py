@@ -45,6 +45,8 @@ WATCH_RETRY_S = 1.0
 
 #: Keys that change at runtime (all are dynamic in Apache too), with what changing one does.
 DYNAMIC_KEYS: Mapping[str, str] = {
+    "dispatchThrottlingRateInMsg": "the dispatch rate of the broker, over all its topics",
+    "dispatchThrottlingRateInByte": "the dispatch rate of the broker, over all its topics",
     "dispatchThrottlingRatePerTopicInMsg": "the dispatch rate of topics whose policies set none",
     "dispatchThrottlingRatePerTopicInByte": "the dispatch rate of topics whose policies set none",
     "dispatchThrottlingRatePerSubscriptionInMsg":

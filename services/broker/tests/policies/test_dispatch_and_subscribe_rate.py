@@ -10,6 +10,7 @@ from pulsar_broker.subscriptions.dispatch_rate import (
     DispatchThrottle,
     Quota,
     RateSlot,
+    broker_rate,
 )
 from pulsar_broker.topics.publish_rate import PublishMeter
 from pulsar_broker.topics.subscribe_rate import SubscribeRate, SubscribeRateLimiter
@@ -78,6 +79,30 @@ def test_subscriptions_share_their_topics_limiter() -> None:
                 sent += 1
         now += 0.001
     assert 100 * 10 <= sent <= 100 * 11 + 2
+
+
+def test_the_brokers_limiter_binds_the_subscriptions_of_every_topic_together() -> None:
+    """dispatchThrottlingRateInMsg: one slot in every throttle, whatever the topic; each
+    topic's own (looser) rate leaves the broker's the tightest."""
+    settings = {"messages": 0}
+    broker = RateSlot(lambda _now_s: broker_rate(settings["messages"], 0))
+    throttles = [DispatchThrottle([broker, fixed(DispatchRate(messages=1000))])
+                 for _topic in range(3)]
+    assert all(throttle.quota(0.0) is not None for throttle in throttles)  # the topics' own
+    settings["messages"] = 150  # a dynamic change: read at the next quota
+    now, sent = 0.0, 0
+    while now < 10.0:
+        for throttle in throttles:
+            quota = throttle.quota(now)
+            assert quota is not None
+            if not quota.throttled:
+                throttle.record(1, 10, now)
+                sent += 1
+        now += 0.001
+    assert 150 * 10 <= sent <= 150 * 11 + 3
+    settings["messages"] = 0
+    assert all(throttle.quota(now) is not None and not throttle.quota(now).throttled
+               for throttle in throttles)
 
 
 def test_unlimited_has_no_quota() -> None:

@@ -1,5 +1,5 @@
-"""Dispatch rates of a namespace and of a topic, measured on the official client (a backlog
-drained under a limit arrives at that rate), and the subscribe rate per consumer."""
+"""Dispatch rates of the broker, a namespace and a topic, measured on the official client (a
+backlog drained under a limit arrives at that rate), and the subscribe rate per consumer."""
 
 from __future__ import annotations
 
@@ -89,6 +89,46 @@ def test_a_topic_dispatch_rate_is_shared_and_a_subscription_rate_is_each_ones(cl
         own = steady_rate(arrivals[(own_topic, name)], started)
         assert 90 <= own <= 110, (name, own)
     for consumer in consumers.values():
+        consumer.close()
+
+
+def drain_together(consumers: list[pulsar.Consumer], seconds: float) -> list[list[float]]:
+    """receive_times of every consumer, all draining at the same time."""
+    arrivals: list[list[float]] = [[] for _ in consumers]
+
+    def drain(index: int) -> None:
+        arrivals[index] = receive_times(consumers[index], seconds)
+
+    threads = [threading.Thread(target=drain, args=(i,)) for i in range(len(consumers))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return arrivals
+
+
+def test_the_broker_dispatch_rate_holds_over_all_topics_together(client, admin, namespace):
+    """dispatchThrottlingRateInMsg, set as a dynamic setting: two topics drained at once
+    share the broker's rate; deleting the setting lifts it."""
+    topics = [f"persistent://{namespace}/broker-wide-{i}" for i in range(2)]
+    for topic in topics:
+        admin.create_subscription(topic, "sub")
+        fill(client, topic)
+    setting = "/admin/v2/brokers/configuration/dispatchThrottlingRateInMsg"
+    admin.ok("POST", f"{setting}/200")
+    try:
+        consumers = [client.subscribe(topic, "sub", receiver_queue_size=1000)
+                     for topic in topics]
+        started = time.monotonic()
+        shares = [steady_rate(arrived, started) for arrived in drain_together(consumers, 5.5)]
+        assert 180 <= sum(shares) <= 220, shares
+        # Both topics got a share: neither starved the other.
+        assert all(share >= 40 for share in shares), shares
+    finally:
+        admin.ok("DELETE", setting)
+    drained = drain_together(consumers, 3.0)
+    assert sum(len(arrived) for arrived in drained) > 1500
+    for consumer in consumers:
         consumer.close()
 
 

@@ -26,7 +26,8 @@ def restored(http: Http) -> Iterator[Http]:
 def test_dynamic_keys_are_listed(http: Http) -> None:
     names = http.get(CONFIGURATION).json()
     assert names == sorted(names)
-    assert {"dispatchThrottlingRatePerTopicInMsg", "maxPublishRatePerTopicInMessages",
+    assert {"dispatchThrottlingRateInMsg", "dispatchThrottlingRateInByte",
+            "dispatchThrottlingRatePerTopicInMsg", "maxPublishRatePerTopicInMessages",
             "subscribeThrottlingRatePerConsumer", "dispatcherMaxReadBatchSize"} <= set(names)
     assert "clusterName" not in names and "maxUnackedMessagesPerConsumer" not in names
 
