@@ -25,7 +25,7 @@ from pulsar_common.wire import pulsar_api_pb2 as pb
 
 from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.security import guard as security_guard
-from pulsar_broker.server import auth, commands, connection_limits, handlers
+from pulsar_broker.server import auth, commands, handlers
 from pulsar_broker.server.handles import ConsumerHandle, ProducerHandle
 from pulsar_broker.service.broker_service import BrokerService
 
@@ -46,11 +46,11 @@ PAUSED_FOR_PUBLISH_RATE = "publish-rate"
 
 
 class ServerConnection(asyncio.Protocol):
-    def __init__(self, service: BrokerService,
-                 limits: connection_limits.ConnectionLimits | None = None) -> None:
+    def __init__(self, service: BrokerService) -> None:
         self.service = service
         self.config = service.config
-        self._limits = limits
+        #: The broker's connections over all listeners: its limits and counts.
+        self._connections = service.connections
         self._admitted_ip: str | None = None
         self.decoder = frame.FrameDecoder(self.config.max_message_size + frame.FRAME_HEADER_ROOM)
         self.transport: asyncio.Transport | None = None
@@ -81,15 +81,14 @@ class ServerConnection(asyncio.Protocol):
         self.transport = typing.cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         self.remote_address = f"{peer[0]}:{peer[1]}" if peer else "?"
-        if self._limits is not None:
-            ip = str(peer[0]) if peer else "?"
-            refusal = self._limits.admit(ip)
-            if refusal is not None:
-                log.warning("closing connection from %s: %s", self.remote_address, refusal)
-                self.transport.close()
-                self.transport = None
-                return
-            self._admitted_ip = ip
+        ip = str(peer[0]) if peer else "?"
+        refusal = self._connections.admit(ip)
+        if refusal is not None:
+            log.warning("closing connection from %s: %s", self.remote_address, refusal)
+            self.transport.close()
+            self.transport = None
+            return
+        self._admitted_ip = ip
         self.transport.set_write_buffer_limits(high=OUTBOUND_HIGH_WATER_BYTES)
         self._schedule_keepalive()
 
@@ -131,8 +130,8 @@ class ServerConnection(asyncio.Protocol):
             self._keepalive.cancel()
         self.security.close()
         self.transport = None
-        if self._limits is not None and self._admitted_ip is not None:
-            self._limits.release(self._admitted_ip)
+        if self._admitted_ip is not None:
+            self._connections.release(self._admitted_ip)
             self._admitted_ip = None
         self.spawn(self._cleanup())
 
@@ -312,12 +311,11 @@ ConnectionFactory = Callable[[], ServerConnection]
 async def start_server(service: BrokerService, host: str, port: int,
                        ssl_context: ssl.SSLContext | None = None) -> asyncio.Server:
     """Listen for binary-protocol clients, within brokerMaxConnections and
-    brokerMaxConnectionsPerIp; over TLS with ssl_context (brokerServicePortTls)."""
+    brokerMaxConnectionsPerIp (counted over every listener of the broker); over TLS with
+    ssl_context (brokerServicePortTls)."""
     security_guard.of(service)  # authentication settings are checked before listening
     loop = asyncio.get_running_loop()
-    limits = connection_limits.ConnectionLimits(service.config.broker_max_connections,
-                                                service.config.broker_max_connections_per_ip)
-    return await loop.create_server(lambda: ServerConnection(service, limits), host, port,
+    return await loop.create_server(lambda: ServerConnection(service), host, port,
                                     reuse_address=True, ssl=ssl_context)
 
 

@@ -82,7 +82,9 @@ class Handlers:
     def connect(self, connect: pb.CommandConnect) -> None:
         self.cnx.protocol_version = connect.protocol_version
         if not self.cnx.security.connect(connect):
+            self.service.connections.connect_refused()
             return
+        self.service.connections.connected()
         self.cnx.connected = True
         self.cnx.write(replies.connected(
             commands.SERVER_VERSION, min(connect.protocol_version, commands.PROTOCOL_VERSION),

@@ -25,6 +25,7 @@ from pulsar_broker.namespace.bundles import NamespaceBundle
 from pulsar_broker.namespace.ownership import BrokerUrls
 from pulsar_broker.namespace.service import NamespaceService
 from pulsar_broker.schema.registry import SchemaRegistry
+from pulsar_broker.service import connections
 from pulsar_broker.subscriptions import dispatch_rate
 from pulsar_broker.topics import telemetry
 from pulsar_broker.topics.compaction import compactor
@@ -78,6 +79,9 @@ class BrokerService:
         self.dispatch_slot = dispatch_rate.RateSlot(
             lambda _now_s: dispatch_rate.broker_rate(self.config.dispatch_throttling_rate_in_msg,
                                                      self.config.dispatch_throttling_rate_in_byte))
+        #: The binary-protocol connections of every listener: their limits and counts.
+        self.connections = connections.BrokerConnections(config.broker_max_connections,
+                                                         config.broker_max_connections_per_ip)
 
     async def start(self) -> None:
         """Register as a live broker (bundles can be assigned to it from now on)."""

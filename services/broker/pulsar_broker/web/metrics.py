@@ -25,7 +25,11 @@ topics add and dispatchers read. The managed-ledger series
 `_StoredMessagesSize`) are always per namespace, labelled as Apache does
 with the ledgers' prefix `<tenant>/<namespace>/persistent`, and served by a
 collector of their own because OpenTelemetry lower-cases instrument names.
-The process's own `process_*` and `python_*` series come from
+The broker's connection series (`pulsar_active_connections`,
+`pulsar_connection_created_total_count`, ...) are gauges labelled `cluster`,
+`broker` (the advertised address) and `metric="broker_connection"`, as
+Apache's are, read from the connections of every binary-protocol listener
+(service/connections.py). The process's own `process_*` and `python_*` series come from
 pulsar_common.process_metrics (Apache's JVM exposes `jvm_*` instead).
 """
 
@@ -45,6 +49,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.resources import Resource
 from pulsar_common import process_metrics
 
+from pulsar_broker.service import connections
 from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.topics import out_counters, policies
 from pulsar_broker.topics.persistent_topic import PersistentTopic
@@ -154,6 +159,22 @@ MANAGED_LEDGER_GAUGES: dict[str, tuple[str, _Read]] = {
     "pulsar_ml_StoredMessagesSize": ("Bytes stored, counting every copy (size x write quorum)",
                                      lambda s: s.stored_size_with_replicas),
 }
+_ReadConnections = Callable[[connections.BrokerConnections], float]
+
+#: The broker's connection gauges (Apache's broker operability metrics).
+CONNECTION_GAUGES: dict[str, tuple[str, _ReadConnections]] = {
+    "pulsar_active_connections": ("The number of active connections", lambda c: c.active),
+    "pulsar_connection_created_total_count": ("The total number of connections",
+                                              lambda c: c.created),
+    "pulsar_connection_create_success_count": ("The number of successfully created connections",
+                                               lambda c: c.create_succeeded),
+    "pulsar_connection_create_fail_count": ("The number of failed connections",
+                                            lambda c: c.create_failed),
+    "pulsar_connection_closed_total_count": ("The total number of closed connections",
+                                             lambda c: c.closed),
+}
+#: Apache's `metric` label of the connection gauges.
+CONNECTION_METRIC_LABEL = "broker_connection"
 #: Gauges per subscription (topic-level metrics only).
 SUBSCRIPTION_GAUGES: dict[str, tuple[str, _ReadSubscription]] = {
     "pulsar_subscription_back_log": ("Entries not yet acknowledged by the subscription",
@@ -196,6 +217,7 @@ class BrokerMetrics:
         self._observe(self._provider.get_meter("pulsar_broker"))
         # OpenTelemetry lower-cases instrument names; these keep Apache's mixed case.
         self.registry.register(_ManagedLedgerCollector(self))
+        self.registry.register(_ConnectionCollector(service))
 
     def _observe(self, meter: Any) -> None:
         for name, (description, read) in TOPIC_COUNTERS.items():
@@ -346,6 +368,22 @@ class _ManagedLedgerCollector(prometheus_client.registry.Collector):
             for sample in samples:
                 family.add_metric([sample.labels["cluster"], sample.labels["namespace"]],
                                   read(sample))
+            yield family
+
+
+class _ConnectionCollector(prometheus_client.registry.Collector):
+    """The broker's connection gauges, labelled as Apache labels them."""
+
+    def __init__(self, service: BrokerService) -> None:
+        self._service = service
+
+    def collect(self) -> Iterable[prometheus_client.metrics_core.Metric]:
+        conf = self._service.config
+        labels = [conf.cluster_name, conf.advertised_address, CONNECTION_METRIC_LABEL]
+        for name, (description, read) in CONNECTION_GAUGES.items():
+            family = prometheus_client.metrics_core.GaugeMetricFamily(
+                name, description, labels=["cluster", "broker", "metric"])
+            family.add_metric(labels, read(self._service.connections))
             yield family
 
 

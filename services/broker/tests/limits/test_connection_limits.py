@@ -1,7 +1,8 @@
 """Connections are bounded: HTTP connections in all (maxHttpServerConnections), idle ones
 and ones sending their headers a byte at a time are closed (httpServerIdleTimeoutMillis),
-binary-protocol connections per client address (brokerMaxConnectionsPerIp), and a binary
-connection that never sends CONNECT is closed after a keepalive interval."""
+binary-protocol connections per client address (brokerMaxConnectionsPerIp, each refusal
+counted in pulsar_connection_create_fail_count), and a binary connection that never sends
+CONNECT is closed after a keepalive interval."""
 
 from __future__ import annotations
 
@@ -26,6 +27,14 @@ def _closed_by_peer(sock: socket.socket, within_s: float) -> bool:
         return True
     except TimeoutError:
         return False
+
+
+def _gauge(standalone: Any, name: str) -> float:
+    """One of the broker's connection gauges, from /metrics."""
+    with urllib.request.urlopen(standalone.web_url + "/metrics", timeout=10) as reply:
+        text = reply.read().decode()
+    return next(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                if line.startswith(name + "{"))
 
 
 def test_idle_http_connections_are_bounded_and_closed(standalone: Any, probe: Any) -> None:
@@ -66,6 +75,7 @@ def test_headers_sent_a_byte_at_a_time_do_not_hold_a_connection(standalone: Any)
 
 def test_binary_connections_per_address_are_bounded(
         standalone: Any, probe: Any, raw_connection: Callable[..., Any]) -> None:
+    failed_before = _gauge(standalone, "pulsar_connection_create_fail_count")
     opened, refused = [], 0
     for _ in range(MAX_CONNECTIONS_PER_IP + 10):
         try:
@@ -73,6 +83,8 @@ def test_binary_connections_per_address_are_bounded(
         except (ConnectionError, OSError):
             refused += 1
     assert len(opened) <= MAX_CONNECTIONS_PER_IP and refused >= 10
+    # Each refusal is a failed connection in /metrics, as Apache counts them.
+    assert _gauge(standalone, "pulsar_connection_create_fail_count") >= failed_before + refused
     for cnx in opened:
         cnx.close()
 

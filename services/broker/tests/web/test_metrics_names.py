@@ -1,8 +1,10 @@
-"""/metrics against Apache's metric reference: names, types, labels, and counts that survive
-consumer churn."""
+"""/metrics against Apache's metric reference: names, types, labels, counts that survive
+consumer churn, and the broker's connection counts as an official client opens and closes
+connections."""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 import pulsar
@@ -10,6 +12,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from pulsar_common import process_metrics
 
 if TYPE_CHECKING:
+    from pulsar_broker import testing as broker_testing
+
     from conftest import Http
 
 #: Apache's broker series (reference-metrics: topic, namespace, subscription, managed ledger
@@ -43,6 +47,13 @@ APACHE_MANAGED_LEDGER_SERIES = {
     "pulsar_ml_AddEntryMessagesRate", "pulsar_ml_AddEntryBytesRate", "pulsar_ml_ReadEntriesRate",
     "pulsar_ml_ReadEntriesBytesRate", "pulsar_ml_NumberOfMessagesInBacklog",
     "pulsar_ml_StoredMessagesSize",
+}
+#: Apache's broker connection series (reference-metrics, "Connection metrics"): gauges labelled
+#: cluster, broker (the advertised address) and metric="broker_connection".
+APACHE_CONNECTION_SERIES = {
+    "pulsar_active_connections", "pulsar_connection_created_total_count",
+    "pulsar_connection_create_success_count", "pulsar_connection_create_fail_count",
+    "pulsar_connection_closed_total_count",
 }
 #: Series of our own process (prometheus_client's collectors; Apache's JVM has jvm_* instead).
 PROCESS_SERIES = set(process_metrics.PROCESS_SERIES)
@@ -91,7 +102,7 @@ def test_the_series_are_apaches_names_types_and_labels(http: Http, client: pulsa
     # Nothing named pulsar_* that Apache does not have.
     ours = {n for n in names if n.startswith("pulsar_")}
     known = (set(APACHE_TOPIC_SERIES) | APACHE_SUBSCRIPTION_SERIES | APACHE_NAMESPACE_SERIES
-             | APACHE_CLUSTER_SERIES | APACHE_MANAGED_LEDGER_SERIES
+             | APACHE_CLUSTER_SERIES | APACHE_MANAGED_LEDGER_SERIES | APACHE_CONNECTION_SERIES
              | {"pulsar_subscription_delayed"})
     assert ours <= known, ours - known
     producer.close()
@@ -118,3 +129,47 @@ def test_out_counters_keep_what_a_consumer_received_after_the_last_scrape(
     consumer.close()  # gone before the next scrape, with 5 dispatched in all
     assert out_messages() == 5
     producer.close()
+
+
+def connection_counts(http: Http) -> dict[str, float]:
+    """The connection gauges, each checked for Apache's type and labels."""
+    counts: dict[str, float] = {}
+    for family in scrape(http):
+        if family.name in APACHE_CONNECTION_SERIES:
+            assert family.type == "gauge", family.name
+            [sample] = family.samples
+            assert set(sample.labels) == {"cluster", "broker", "metric"}, sample.labels
+            assert sample.labels["metric"] == "broker_connection"
+            assert sample.labels["cluster"] == "standalone" and sample.labels["broker"]
+            counts[family.name] = sample.value
+    assert set(counts) == APACHE_CONNECTION_SERIES
+    assert counts["pulsar_active_connections"] == (
+        counts["pulsar_connection_created_total_count"]
+        - counts["pulsar_connection_closed_total_count"])
+    return counts
+
+
+def test_connections_opened_and_closed_by_a_client_are_counted(
+        http: Http, standalone: broker_testing.StandaloneProcess, unique: str) -> None:
+    before = connection_counts(http)
+    clients = [pulsar.Client(standalone.service_url) for _ in range(2)]
+    for index, client in enumerate(clients):  # a client connects with its first producer
+        client.create_producer(f"persistent://public/default/cnx-{unique}-{index}").close()
+    opened = connection_counts(http)
+    assert (opened["pulsar_connection_created_total_count"]
+            >= before["pulsar_connection_created_total_count"] + 2)
+    assert (opened["pulsar_connection_create_success_count"]
+            >= before["pulsar_connection_create_success_count"] + 2)
+    assert opened["pulsar_active_connections"] >= 2
+    for client in clients:
+        client.close()
+    deadline = time.monotonic() + 10.0
+    while True:
+        closed = connection_counts(http)
+        if (closed["pulsar_connection_closed_total_count"]
+                >= opened["pulsar_connection_closed_total_count"] + 2):
+            break
+        assert time.monotonic() < deadline, (opened, closed)
+        time.sleep(0.05)
+    assert closed["pulsar_connection_create_fail_count"] == before[
+        "pulsar_connection_create_fail_count"]
