@@ -337,7 +337,7 @@ class LedgerStorageEngine(api.LedgerStorage):
         payload: bytes,
         master_key: bytes,
         recovery: bool,
-    ) -> bytes:
+    ) -> records.Parts:
         """Take the entry into the write cache and the ledger's info; its journal record."""
         info = self._ledger_for_write(ledger_id, master_key)
         if info.fenced and not recovery:
@@ -350,7 +350,7 @@ class LedgerStorageEngine(api.LedgerStorage):
         self._adds += 1
         if cache.active_full:
             self._flush_wanted.set()
-        return records.add_entry_record(ledger_id, entry_id, last_add_confirmed, payload)
+        return records.add_entry_parts(ledger_id, entry_id, last_add_confirmed, payload)
 
     async def _wait_for_cache_room(self, size: int) -> None:
         """Backpressure: wait (at most dbStorage_maxThrottleTimeMs) for a flush to make room."""

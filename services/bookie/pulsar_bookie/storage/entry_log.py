@@ -115,29 +115,29 @@ class EntryLogger:
             self._roll(self.current_log_id)
         locations: list[Location] = []
         usage: LedgerUsage = {}
+        # Each record's head and payload, written with writev: payloads are not copied.
         parts: list[bytes] = []
-        offset = self._current_size
+        offset = start = self._current_size
         for ledger, entry, lac, payload in entries:
-            record = records.entry_log_record(ledger, entry, lac, payload)
-            if offset + len(record) > self.size_limit and offset > FILE_HEADER.size:
-                self._write_all(parts)
+            head, body = records.entry_log_parts(ledger, entry, lac, payload)
+            size = len(head) + len(body)
+            if offset + size > self.size_limit and offset > FILE_HEADER.size:
+                self._write_all(parts, offset - start)
                 parts = []
                 self._roll(self.current_log_id + 1)
-                offset = self._current_size
-            parts.append(record)
-            locations.append(Location(self.current_log_id, offset, len(record)))
+                offset = start = self._current_size
+            parts += (head, body)
+            locations.append(Location(self.current_log_id, offset, size))
             per_ledger = usage.setdefault(self.current_log_id, {})
-            per_ledger[ledger] = per_ledger.get(ledger, 0) + len(record)
-            offset += len(record)
-        self._write_all(parts)
+            per_ledger[ledger] = per_ledger.get(ledger, 0) + size
+            offset += size
+        self._write_all(parts, offset - start)
         return locations, usage
 
-    def _write_all(self, parts: list[bytes]) -> None:
-        view = memoryview(b"".join(parts))
-        self._current_size += len(view)
+    def _write_all(self, parts: list[bytes], size: int) -> None:
+        self._current_size += size
         try:
-            while view:
-                view = view[os.write(self._write_fd, view) :]
+            journal.write_all(self._write_fd, parts)
         except OSError:
             # A partial write (a full disk) leaves the tail unknown, and so every later
             # offset: the next append starts a fresh log. The failed flush records nothing.

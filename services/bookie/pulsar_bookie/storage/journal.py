@@ -2,7 +2,8 @@
 
 Every record is appended here before its add is acknowledged. With
 journalSyncData on, one writer thread per journal takes all records that are
-waiting, writes them with one `write` and makes them durable with one
+waiting, writes them with one `writev` (an add's payload is one of its buffers,
+never copied into a batch) and makes them durable with one
 `fdatasync` (group commit), then wakes their waiters on the event loop with
 one call. The event loop keeps accepting adds while the thread waits for the
 disk. A batch is written when its oldest record has waited
@@ -17,7 +18,7 @@ either way.
 
 With journalSyncData off there is no sync to share or wait for, and so no
 group wait and no writer thread: the event loop itself writes all records
-queued during one loop iteration with one `write` (to the page cache) and
+queued during one loop iteration with one `writev` (to the page cache) and
 completes their futures in the same call. That saves the two thread hand-offs
 an add would otherwise cost, which were most of an unbatched add's latency.
 
@@ -56,7 +57,7 @@ import os
 import pathlib
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 
 from pulsar_bookie import errors
 from pulsar_bookie.storage import records
@@ -105,8 +106,12 @@ class JournalStats:
     bytes: int = 0
 
 
-# A queued item: (record bytes, future, enqueue time). Mark requests have an empty record.
-_Item = tuple[bytes, "asyncio.Future[object]", float]
+# A queued item: (record parts, record size, future, enqueue time). Mark requests have no parts.
+_Item = tuple[tuple[bytes, ...], int, "asyncio.Future[object]", float]
+#: Anything a record is appended as: its bytes, or the buffers that make it up in order.
+Record = bytes | records.Parts
+#: Buffers per writev call (the kernel's IOV_MAX).
+IOV_MAX = os.sysconf("SC_IOV_MAX")
 
 
 def fsync_directory(path: pathlib.Path) -> None:
@@ -115,6 +120,25 @@ def fsync_directory(path: pathlib.Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def write_all(fd: int, buffers: Sequence[bytes]) -> None:
+    """Write the buffers in order, without joining them: one `writev` per IOV_MAX buffers.
+
+    A short write (a disk filling up) goes on from the byte where it stopped.
+    """
+    pending: list[bytes | memoryview] = list(buffers)
+    index, count = 0, len(pending)
+    while index < count:
+        chunk = pending[index : index + IOV_MAX]
+        written = os.writev(fd, chunk)
+        for buffer in chunk:
+            size = len(buffer)
+            if written < size:
+                pending[index] = memoryview(buffer)[written:]
+                break
+            written -= size
+            index += 1
 
 
 class Journal:
@@ -276,15 +300,21 @@ class Journal:
 
     # ----- appending (event loop side) -----
 
-    def append_nowait(self, record: bytes) -> asyncio.Future[object]:
+    def append_nowait(self, record: Record) -> asyncio.Future[object]:
         """Queue a record; the future completes once it is durable (ignores queue room)."""
+        if isinstance(record, bytes):
+            return self._enqueue((record,), len(record))
+        head, payload = record
+        return self._enqueue((head, payload), len(head) + len(payload))
+
+    def _enqueue(self, parts: tuple[bytes, ...], size: int) -> asyncio.Future[object]:
         if self._failure is not None:
             raise errors.BookieUnavailableError("journal failed") from self._failure
         if self._stopping:
             raise errors.StorageClosedError("journal is closed")
         assert self._loop is not None
         future: asyncio.Future[object] = self._loop.create_future()
-        self._queue.append((record, future, time.monotonic()))
+        self._queue.append((parts, size, future, time.monotonic()))
         self._queued += 1
         if self._inline:
             if not self._inline_scheduled:
@@ -299,13 +329,13 @@ class Journal:
         """Whether `append` would wait for queue room."""
         return self._queued >= self.settings.queue_size
 
-    def append(self, record: bytes) -> Awaitable[object]:
+    def append(self, record: Record) -> Awaitable[object]:
         """Queue a record; await the result to wait until it is durable (waits for queue room first)."""
         if self._queued >= self.settings.queue_size:
             return self._append_with_room(record)
         return self.append_nowait(record)
 
-    async def _append_with_room(self, record: bytes) -> object:
+    async def _append_with_room(self, record: Record) -> object:
         await self._wait_for_room()
         return await self.append_nowait(record)
 
@@ -318,7 +348,7 @@ class Journal:
 
     def request_mark(self) -> asyncio.Future[object]:
         """A future for the LogMark just after every record queued so far."""
-        return self.append_nowait(b"")
+        return self._enqueue((), 0)
 
     def _complete(
         self,
@@ -329,7 +359,7 @@ class Journal:
         for future, mark in marks:
             if not future.done():
                 future.set_result(mark)
-        for _, future, _ in items:
+        for _, _, future, _ in items:
             if future.done():
                 continue
             if failure is None:
@@ -415,7 +445,7 @@ class Journal:
         settings = self.settings
         items: list[_Item] = []
         size = 0
-        deadline = queue[0][2] + settings.max_group_wait_s
+        deadline = queue[0][3] + settings.max_group_wait_s
         while True:
             while (
                 queue
@@ -424,7 +454,7 @@ class Journal:
             ):
                 item = queue.popleft()
                 items.append(item)
-                size += len(item[0])
+                size += item[1]
             if len(items) >= settings.max_batch_records or size >= settings.max_batch_bytes:
                 return items
             if self._stopping or (settings.flush_when_queue_empty and not queue):
@@ -440,28 +470,26 @@ class Journal:
                 self._wake.wait(remaining)
 
     def _write(self, items: list[_Item]) -> list[tuple[asyncio.Future[object], LogMark]]:
-        parts = [item[0] for item in items]
+        buffers: list[bytes] = []
         marks = []
-        if not all(parts):
-            offset = self._file_size
-            for record, future, _ in items:
-                if not record:
-                    marks.append((future, LogMark(self._file_id, offset)))
-                offset += len(record)
-        data = b"".join(parts)
-        view = memoryview(data)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
-        if self.settings.sync_data and data:
+        offset = self._file_size
+        for parts, record_size, future, _ in items:
+            if record_size:
+                buffers += parts
+                offset += record_size
+            else:
+                marks.append((future, LogMark(self._file_id, offset)))
+        size = offset - self._file_size
+        write_all(self._fd, buffers)
+        if self.settings.sync_data and size:
             started = time.perf_counter()
             os.fdatasync(self._fd)
             self.stats.fsync_seconds += time.perf_counter() - started
             self.stats.fsyncs += 1
-        self._file_size += len(data)
+        self._file_size += size
         self.stats.batches += 1
         self.stats.records += len(items) - len(marks)
-        self.stats.bytes += len(data)
+        self.stats.bytes += size
         if self._file_size >= self.settings.max_file_size:
             os.fsync(self._fd)
             self._open_file(self._file_id + 1)

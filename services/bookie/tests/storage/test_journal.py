@@ -9,7 +9,7 @@ import threading
 
 import pytest
 from pulsar_bookie import errors
-from pulsar_bookie.storage import engine, records
+from pulsar_bookie.storage import engine, journal, records
 
 from .conftest import KEY, MakeConf, freeze_as_crashed, journal_files, restore_crashed
 
@@ -195,4 +195,47 @@ async def test_adds_complete_only_after_fdatasync_and_the_loop_keeps_taking_adds
     # The hundred adds that queued during the sync shared few syncs.
     assert bookie.stats().journal_fsyncs - fsyncs <= 5
     monkeypatch.setattr(os, "fdatasync", real_fdatasync)
+    await bookie.close()
+
+
+def test_write_all_writes_every_buffer_in_order_across_iov_max_and_short_writes(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    buffers = [bytes([n % 251]) * (1 + n % 7) for n in range(3 * journal.IOV_MAX + 5)]
+    real_writev = os.writev
+    calls = []
+
+    def short_writev(fd: int, chunk: list[bytes]) -> int:
+        calls.append(len(chunk))
+        # Every other call stops part-way through its second buffer, as a filling disk may.
+        if len(calls) % 2 and len(chunk) > 1:
+            return real_writev(fd, [chunk[0], memoryview(chunk[1])[: len(chunk[1]) // 2]])
+        return real_writev(fd, chunk)
+
+    monkeypatch.setattr(journal.os, "writev", short_writev)
+    fd = os.open(tmp_path / "f", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        journal.write_all(fd, buffers)
+    finally:
+        os.close(fd)
+    assert (tmp_path / "f").read_bytes() == b"".join(buffers)
+    assert max(calls) <= journal.IOV_MAX
+
+
+async def test_an_add_journals_its_payload_object_itself_not_a_copy(make_conf: MakeConf) -> None:
+    bookie = engine.LedgerStorageEngine(make_conf())
+    await bookie.start()
+    written: list[object] = []
+    real_write_all = journal.write_all
+
+    def spy(fd: int, buffers: list[bytes]) -> None:
+        written.extend(buffers)
+        real_write_all(fd, buffers)
+
+    payload = os.urandom(64 * 1024)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(journal, "write_all", spy)
+        await bookie.add_entry(1, 0, -1, payload, KEY)
+    assert any(buffer is payload for buffer in written)
+    assert (await bookie.read_entry(1, 0)).payload == payload
     await bookie.close()
