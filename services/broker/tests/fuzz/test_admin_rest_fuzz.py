@@ -80,7 +80,9 @@ class StandaloneThread:
                      "webServicePort": str(testing.free_port()),
                      "bookiePort": str(testing.free_port()),
                      "advertisedAddress": "127.0.0.1", "bindAddress": "127.0.0.1",
-                     "journalSyncData": "false"}
+                     "journalSyncData": "false",
+                     # So the packages routes are fuzzed, not answered 503 (disabled).
+                     "enablePackagesManagement": "true"}
         settings = standalone_module.load_settings(data_dir, None, overrides)
         self.instance = standalone_module.Standalone(data_dir, settings, functions_worker=False)
         self.loop = asyncio.new_event_loop()
