@@ -39,6 +39,9 @@ T = TypeVar("T")
 
 #: Operations one group runs before it syncs and answers them; the rest form the next group.
 GROUP_OPERATIONS_MAX = 1000
+#: Operations waiting for the commit thread; beyond it a call fails at once with a
+#: retriable error instead of queueing without bound behind a slow disk.
+QUEUED_OPERATIONS_MAX = 100_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,11 +59,13 @@ class CommitThread:
     """Runs operations on one thread; each group of them is answered after one `sync`."""
 
     def __init__(self, sync: Callable[[], None], name: str,
-                 group_operations_max: int = GROUP_OPERATIONS_MAX) -> None:
-        if group_operations_max < 1:
-            raise ValueError("group_operations_max must be at least 1")
+                 group_operations_max: int = GROUP_OPERATIONS_MAX,
+                 queued_operations_max: int = QUEUED_OPERATIONS_MAX) -> None:
+        if group_operations_max < 1 or queued_operations_max < 1:
+            raise ValueError("group_operations_max and queued_operations_max must be at least 1")
         self._sync = sync
         self._group_operations_max = group_operations_max
+        self._queued_operations_max = queued_operations_max
         self._queue: collections.deque[_Call] = collections.deque()
         self._wake = threading.Condition()
         self._stopping = False
@@ -80,6 +85,9 @@ class CommitThread:
                 raise errors.MetadataStoreError(str(self.failed)) from self.failed
             if self._stopping:
                 raise errors.StoreClosedError("metadata store is closed")
+            if len(self._queue) >= self._queued_operations_max:
+                raise errors.StoreUnavailableError(
+                    f"{self._queued_operations_max} metadata operations are already waiting")
             self._queue.append(_Call(operation, loop, future))
             self._wake.notify()
         return cast(T, await future)

@@ -134,3 +134,20 @@ async def test_a_failing_notification_does_not_stop_the_commit_thread(commits):
 
     assert await asyncio.wait_for(commits.run(write_with_broken_notification), WAIT_S) == "written"
     assert await asyncio.wait_for(commits.run(lambda: "still running"), WAIT_S) == "still running"
+
+
+async def test_calls_beyond_the_queue_limit_fail_at_once_and_retriably(sync: GatedSync) -> None:
+    commits = group_commit.CommitThread(sync, "test-commit-bounded", queued_operations_max=2)
+    try:
+        first = await _hold_first_sync(commits, sync)
+        waiting = [asyncio.create_task(commits.run(_writer(commits, i))) for i in range(2)]
+        await asyncio.sleep(0)
+        with pytest.raises(errors.StoreUnavailableError) as refused:
+            await commits.run(_writer(commits, 99))
+        assert refused.value.retriable
+        sync.gate.set()
+        assert await asyncio.wait_for(first, WAIT_S) == -1
+        assert await asyncio.wait_for(asyncio.gather(*waiting), WAIT_S) == [0, 1]
+    finally:
+        sync.gate.set()
+        commits.stop()
