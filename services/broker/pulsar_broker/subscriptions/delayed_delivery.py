@@ -21,9 +21,10 @@ from __future__ import annotations
 import asyncio
 import bisect
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from pulsar_common.clock import wall_clock_ms
 
 from pulsar_broker.managed_ledger import api as ml
 
@@ -39,10 +40,6 @@ class DelayedDeliverySettings:
     tick_ms: int = 1000
     #: Deliver only once deliver_at is reached, not up to one tick early.
     strict: bool = False
-
-
-def wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class DelayedDeliveryTracker:

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from pulsar_common import clock
+
 from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.subscriptions import (
     consistent_hashing,
@@ -44,7 +46,7 @@ class KeySharedDispatcher(replaying.ReplayingDispatcher):
         redelivery_count: dispatcher.RedeliveryCount,
         max_read_bytes: int = dispatcher.MAX_READ_BYTES,
         delayed_settings: delayed_delivery.DelayedDeliverySettings | None = None,
-        clock_ms: Callable[[], int] = delayed_delivery.wall_clock_ms,
+        clock_ms: Callable[[], int] = clock.wall_clock_ms,
         replica_points: int = 0,
     ) -> None:
         super().__init__(

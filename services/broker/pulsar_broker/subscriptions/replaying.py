@@ -12,6 +12,8 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Iterable
 
+from pulsar_common import clock
+
 from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.subscriptions import delayed_delivery, dispatcher
 from pulsar_broker.subscriptions.consumer import Consumer, Dispatched
@@ -30,7 +32,7 @@ class ReplayingDispatcher(dispatcher.Dispatcher):
         redelivery_count: dispatcher.RedeliveryCount,
         max_read_bytes: int = dispatcher.MAX_READ_BYTES,
         delayed_settings: delayed_delivery.DelayedDeliverySettings | None = None,
-        clock_ms: Callable[[], int] = delayed_delivery.wall_clock_ms,
+        clock_ms: Callable[[], int] = clock.wall_clock_ms,
     ) -> None:
         super().__init__(cursor, partition_index=partition_index, max_read_batch=max_read_batch,
                          redelivery_count=redelivery_count, max_read_bytes=max_read_bytes)
