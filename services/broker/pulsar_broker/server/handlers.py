@@ -370,6 +370,14 @@ class Handlers:
                 return
         sub_type = SubType(request.subType)
         durable = request.durable if request.HasField("durable") else True
+        if (durable and isinstance(topic, PersistentTopic)
+                and request.subscription not in topic.subscriptions
+                and not topic.policies.auto_subscription_creation):
+            # As Apache: with auto subscription creation off only an admin creates a durable
+            # subscription; readers (non-durable) are not affected.
+            self.cnx.write(replies.error(request.request_id, pb.SubscriptionNotFound,
+                                         "Subscription does not exist"))
+            return
         initial = (ml.InitialPosition.EARLIEST if request.initialPosition == pb.CommandSubscribe.Earliest
                    else ml.InitialPosition.LATEST)
         start, inclusive = None, False

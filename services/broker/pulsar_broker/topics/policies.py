@@ -101,6 +101,9 @@ class TopicPolicies:
         default_factory=DispatchRate)
     #: subscribeRate, else subscribeThrottlingRatePerConsumer of the broker.
     subscribe_rate: SubscribeRate = dataclasses.field(default_factory=SubscribeRate)
+    #: autoSubscriptionCreationOverride, else allowAutoSubscriptionCreation of the broker: may
+    #: a consumer create a durable subscription by subscribing to it?
+    auto_subscription_creation: bool = True
 
 
 #: Apache's TopicPolicies fields this broker applies -> the namespace Policies field they
@@ -118,6 +121,7 @@ TOPIC_LEVEL_FIELDS: Mapping[str, str] = {
     "dispatchRate": "topicDispatchRate",
     "subscriptionDispatchRate": "subscriptionDispatchRate",
     "subscribeRate": "clusterSubscribeRate",
+    "autoSubscriptionCreationOverride": "autoSubscriptionCreationOverride",
 }
 
 
@@ -165,6 +169,8 @@ def resolve(policies: Mapping[str, Any] | None, conf: broker_config.BrokerConfig
             conf.dispatch_throttling_rate_per_subscription_in_msg,
             conf.dispatch_throttling_rate_per_subscription_in_byte)),
         subscribe_rate=_subscribe_rate(policies.get("clusterSubscribeRate"), conf),
+        auto_subscription_creation=_auto_subscription_creation(
+            policies.get("autoSubscriptionCreationOverride"), conf),
     )
 
 
@@ -181,6 +187,12 @@ def _limits(policies: Mapping[str, Any], conf: broker_config.BrokerConfig) -> Li
                                             conf.max_consumers_per_subscription),
         max_subscriptions=pick("max_subscriptions_per_topic", conf.max_subscriptions_per_topic),
         max_unacked_per_consumer=None if unacked is None else int(unacked))
+
+
+def _auto_subscription_creation(stored: Mapping[str, Any] | None,
+                                conf: broker_config.BrokerConfig) -> bool:
+    allowed = (stored or {}).get("allowAutoSubscriptionCreation")
+    return conf.allow_auto_subscription_creation if allowed is None else bool(allowed)
 
 
 def _publish_rate(stored: Mapping[str, Any] | None,
