@@ -18,11 +18,12 @@ import base64
 import dataclasses
 import json
 import pathlib
+import ssl
 import urllib.parse
 import urllib.request
 from typing import Any
 
-from pulsar_common import errors
+from pulsar_common import errors, tls
 
 TOKEN_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationToken"
 BASIC_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationBasic"
@@ -140,3 +141,43 @@ def official_client_arguments(found: Credentials | None, *, tls_trust_certs_file
         arguments["authentication"] = pulsar.AuthenticationTLS(found.tls_cert_file,
                                                                found.tls_key_file)
     return arguments
+
+
+@dataclasses.dataclass(frozen=True)
+class ClientSecurity:
+    """How a client of the brokers authenticates and checks their certificates: Apache's
+    client.conf `authPlugin`, `authParams` and `tls*` keys, for the official client
+    (binary protocol) and for HTTP calls alike."""
+
+    auth_plugin: str = ""
+    auth_params: str = ""
+    tls_trust_certs_file: str = ""
+    tls_allow_insecure: bool = False
+    tls_hostname_verification: bool = False
+
+    @property
+    def credentials(self) -> Credentials | None:
+        """Raises ConfigError for a plugin/params pair that cannot be used."""
+        return credentials(self.auth_plugin, self.auth_params)
+
+    def pulsar_client_arguments(self) -> dict[str, Any]:
+        """Keyword arguments of the official pulsar.Client."""
+        return official_client_arguments(
+            self.credentials, tls_trust_certs_file=self.tls_trust_certs_file,
+            tls_allow_insecure=self.tls_allow_insecure,
+            tls_hostname_verification=self.tls_hostname_verification)
+
+    def http_ssl_context(self) -> ssl.SSLContext:
+        """The context for https:// URLs (trust file, client certificate for TLS auth)."""
+        found = self.credentials
+        return tls.client_context(tls.TlsSettings(
+            trust_certs_file=self.tls_trust_certs_file,
+            allow_insecure_connection=self.tls_allow_insecure,
+            hostname_verification=self.tls_hostname_verification,
+            cert_file=found.tls_cert_file if found else "",
+            key_file=found.tls_key_file if found else ""))
+
+    def http_headers(self) -> dict[str, str]:
+        found = self.credentials
+        header = None if found is None else found.http_authorization
+        return {} if header is None else {"Authorization": header}

@@ -14,11 +14,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import pathlib
-import ssl
 from collections.abc import Mapping
-from typing import Any
 
-from pulsar_common import client_auth, config, tls
+from pulsar_common import client_auth, config
 
 #: Apache's client.conf keys of the file an instance reads.
 AUTH_PLUGIN_KEY = "authPlugin"
@@ -29,39 +27,8 @@ HOSTNAME_KEY = "tlsEnableHostnameVerification"
 
 
 @dataclasses.dataclass(frozen=True)
-class BrokerClientSettings:
-    auth_plugin: str = ""
-    auth_params: str = ""
-    tls_trust_certs_file: str = ""
-    tls_allow_insecure: bool = False
-    tls_hostname_verification: bool = False
-
-    @property
-    def credentials(self) -> client_auth.Credentials | None:
-        """Raises pulsar_common ConfigError for a plugin/params pair that cannot be used."""
-        return client_auth.credentials(self.auth_plugin, self.auth_params)
-
-    def pulsar_client_arguments(self) -> dict[str, Any]:
-        """Keyword arguments of the official pulsar.Client."""
-        return client_auth.official_client_arguments(
-            self.credentials, tls_trust_certs_file=self.tls_trust_certs_file,
-            tls_allow_insecure=self.tls_allow_insecure,
-            tls_hostname_verification=self.tls_hostname_verification)
-
-    def http_headers(self) -> dict[str, str]:
-        found = self.credentials
-        header = None if found is None else found.http_authorization
-        return {} if header is None else {"Authorization": header}
-
-    def http_ssl_context(self) -> ssl.SSLContext:
-        """The context for https:// broker URLs (trust file, client certificate for TLS auth)."""
-        found = self.credentials
-        return tls.client_context(tls.TlsSettings(
-            trust_certs_file=self.tls_trust_certs_file,
-            allow_insecure_connection=self.tls_allow_insecure,
-            hostname_verification=self.tls_hostname_verification,
-            cert_file=found.tls_cert_file if found else "",
-            key_file=found.tls_key_file if found else ""))
+class BrokerClientSettings(client_auth.ClientSecurity):
+    """A worker's or an instance's settings for reaching brokers, kept as a client.conf."""
 
     def to_properties(self) -> str:
         return "".join(f"{key}={value}\n" for key, value in (

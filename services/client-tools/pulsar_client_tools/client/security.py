@@ -13,53 +13,20 @@ import argparse
 import dataclasses
 import os
 import pathlib
-import ssl
 from collections.abc import Mapping
-from typing import Any
 
-from pulsar_common import client_auth, config, tls
+from pulsar_common import client_auth, config
 
 #: Environment variable naming the client.conf to read (as Apache's scripts).
 CLIENT_CONF_ENV = "PULSAR_CLIENT_CONF"
 
 
 @dataclasses.dataclass(frozen=True)
-class ClientOptions:
+class ClientOptions(client_auth.ClientSecurity):
     """What a tool connects with, after client.conf and flags are combined."""
 
     web_service_url: str = ""
     broker_service_url: str = ""
-    auth_plugin: str = ""
-    auth_params: str = ""
-    tls_trust_certs_file: str = ""
-    tls_allow_insecure: bool = False
-    tls_hostname_verification: bool = False
-
-    @property
-    def credentials(self) -> client_auth.Credentials | None:
-        return client_auth.credentials(self.auth_plugin, self.auth_params)
-
-    def pulsar_client_arguments(self) -> dict[str, Any]:
-        """Keyword arguments of the official pulsar.Client for these options."""
-        return client_auth.official_client_arguments(
-            self.credentials, tls_trust_certs_file=self.tls_trust_certs_file,
-            tls_allow_insecure=self.tls_allow_insecure,
-            tls_hostname_verification=self.tls_hostname_verification)
-
-    def http_ssl_context(self) -> ssl.SSLContext:
-        """The context for https:// admin URLs (trust file, client certificate for TLS auth)."""
-        found = self.credentials
-        return tls.client_context(tls.TlsSettings(
-            trust_certs_file=self.tls_trust_certs_file,
-            allow_insecure_connection=self.tls_allow_insecure,
-            hostname_verification=self.tls_hostname_verification,
-            cert_file=found.tls_cert_file if found else "",
-            key_file=found.tls_key_file if found else ""))
-
-    def http_headers(self) -> dict[str, str]:
-        found = self.credentials
-        header = None if found is None else found.http_authorization
-        return {} if header is None else {"Authorization": header}
 
 
 def client_conf_path(environ: Mapping[str, str] | None = None) -> pathlib.Path | None:
