@@ -172,6 +172,11 @@ class BrokerConfig:
     dispatcher_max_read_batch_size: int = setting("dispatcherMaxReadBatchSize", 100)
     dispatcher_max_read_size_bytes: int = setting("dispatcherMaxReadSizeBytes", 5 * ONE_MB)
     max_unacked_messages_per_consumer: int = setting("maxUnackedMessagesPerConsumer", 50000)
+    max_unacked_messages_per_subscription: int = setting(
+        "maxUnackedMessagesPerSubscription", 200000,
+        "Messages the consumers of a Shared or Key_Shared subscription may hold unacknowledged "
+        "together before dispatch stops, until acknowledgements bring them below half "
+        "(0: no limit)")
     max_producers_per_topic: int = setting(
         "maxProducersPerTopic", 0, "Producers a topic admits at most (0: no limit)")
     max_consumers_per_topic: int = setting(

@@ -27,7 +27,7 @@ from pulsar_common.wire import entry_info
 from pulsar_common.wire import errors as wire_errors
 
 from pulsar_broker.managed_ledger import api as ml
-from pulsar_broker.subscriptions import delayed_delivery, dispatch_rate
+from pulsar_broker.subscriptions import delayed_delivery, dispatch_rate, unacked_limit
 from pulsar_broker.subscriptions.consumer import Consumer, Dispatched
 
 log = logging.getLogger(__name__)
@@ -79,6 +79,8 @@ class Dispatcher(abc.ABC):
         #: The topic's and the subscription's dispatch rates (None: never limited); set by
         #: whoever creates the dispatcher for a subscription.
         self.throttle: dispatch_rate.DispatchThrottle | None = None
+        #: maxUnackedMessagesPerSubscription, held by the models with several consumers.
+        self.unacked_limit = unacked_limit.UnackedLimit()
         self._throttle_timer: asyncio.TimerHandle | None = None
 
     # -- consumers and redelivery, per delivery model ---------------------------------

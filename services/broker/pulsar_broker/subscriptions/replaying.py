@@ -114,7 +114,13 @@ class ReplayingDispatcher(dispatcher.Dispatcher):
     # -- the read loop's choices ----------------------------------------------------------
 
     def _permits(self) -> int:
-        return max((c.permits for c in self.consumers if c.available), default=0)
+        permits = max((c.permits for c in self.consumers if c.available), default=0)
+        room = self.unacked_limit.room(self.unacked_messages())
+        return permits if room is None else min(permits, room)
+
+    def unacked_messages(self) -> int:
+        """Messages delivered to the consumers and not yet acknowledged, over all of them."""
+        return sum(c.unacked_messages for c in self.consumers)
 
     def _may_read_ahead(self) -> bool:
         return len(self.replay) < REPLAY_BACKLOG_MAX and not self.delayed.full

@@ -67,8 +67,11 @@ class Subscription:
         max_read_bytes: int = dispatch.MAX_READ_BYTES,
         key_shared_replica_points: int = 0,
         throttle: dispatch_rate.DispatchThrottle | None = None,
+        max_unacked_messages: int = 0,
     ) -> None:
         self.topic_name = topic_name
+        #: maxUnackedMessagesPerSubscription (Shared and Key_Shared only; 0: no limit).
+        self.max_unacked_messages = max_unacked_messages
         #: The dispatch rates this subscription's deliveries count against.
         self.throttle = throttle
         self.key_shared_replica_points = key_shared_replica_points
@@ -87,6 +90,7 @@ class Subscription:
             delayed_settings=delayed_settings, max_read_bytes=max_read_bytes,
             key_shared_replica_points=key_shared_replica_points, throttle=throttle,
         )
+        self.dispatcher.unacked_limit.max_unacked_messages = max_unacked_messages
         self.msg_acked = 0
 
     @property
@@ -123,12 +127,19 @@ class Subscription:
             max_read_bytes=old.max_read_bytes,
             key_shared_replica_points=self.key_shared_replica_points, throttle=self.throttle,
         )
+        self.dispatcher.unacked_limit.max_unacked_messages = self.max_unacked_messages
         old.retire()
         self.cursor.rewind()
 
     def update_delayed_settings(self, settings: delayed_delivery.DelayedDeliverySettings) -> None:
         self.delayed_settings = settings
         self.dispatcher.update_delayed_settings(settings)
+
+    def update_max_unacked_messages(self, limit: int) -> None:
+        """A new maxUnackedMessagesPerSubscription; a raised or removed limit may unblock."""
+        self.max_unacked_messages = limit
+        self.dispatcher.unacked_limit.max_unacked_messages = limit
+        self.dispatcher.wake()
 
     def remove_consumer(self, consumer: Consumer) -> None:
         held = list(consumer.pending_acks)
@@ -164,7 +175,8 @@ class Subscription:
                 self._forget_acknowledged(consumer, position)
             await self.cursor.delete(positions)
         self.msg_acked += len(positions)
-        # Acks can unblock consumers held back by maxUnackedMessagesPerConsumer.
+        # Acks can unblock consumers held back by maxUnackedMessagesPerConsumer, and the
+        # subscription held back by maxUnackedMessagesPerSubscription.
         self.dispatcher.wake()
 
     async def acknowledge_batch_indexes(

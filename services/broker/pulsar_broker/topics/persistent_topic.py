@@ -298,6 +298,7 @@ class PersistentTopic:
             max_read_bytes=self.max_read_bytes,
             key_shared_replica_points=self.key_shared_replica_points,
             throttle=self._dispatch_throttle(),
+            max_unacked_messages=self.policies.limits.max_unacked_per_subscription,
         )
         self.subscriptions[name] = subscription
         return subscription
@@ -320,7 +321,8 @@ class PersistentTopic:
             self.track_redeliveries, delayed_settings=self.policies.delayed,
             max_read_bytes=self.max_read_bytes,
             key_shared_replica_points=self.key_shared_replica_points,
-            throttle=self._dispatch_throttle())
+            throttle=self._dispatch_throttle(),
+            max_unacked_messages=self.policies.limits.max_unacked_per_subscription)
         self.subscriptions[existing.name] = subscription
         return subscription
 
@@ -427,7 +429,8 @@ class PersistentTopic:
             self.max_read_batch, self.track_redeliveries, delayed_settings=self.policies.delayed,
             max_read_bytes=self.max_read_bytes,
             key_shared_replica_points=self.key_shared_replica_points,
-            throttle=self._dispatch_throttle())
+            throttle=self._dispatch_throttle(),
+            max_unacked_messages=self.policies.limits.max_unacked_per_subscription)
 
     async def enable_deduplication(self) -> None:
         self.deduplication = deduplication.MessageDeduplication(self.ledger)
@@ -444,7 +447,8 @@ class PersistentTopic:
                     self.name.partition_index, self.max_read_batch, self.track_redeliveries,
                     delayed_settings=self.policies.delayed, max_read_bytes=self.max_read_bytes,
                     key_shared_replica_points=self.key_shared_replica_points,
-                    throttle=self._dispatch_throttle())
+                    throttle=self._dispatch_throttle(),
+                    max_unacked_messages=self.policies.limits.max_unacked_per_subscription)
 
     async def remove_subscription_if_idle(self, subscription: Subscription) -> None:
         """A reader's subscription ends with its last consumer."""

@@ -67,6 +67,9 @@ class Limits:
     max_subscriptions: int = 0
     #: maxUnackedMessagesPerConsumer of the namespace; None: the broker's setting.
     max_unacked_per_consumer: int | None = None
+    #: Messages a Shared/Key_Shared subscription's consumers may hold unacknowledged
+    #: together (maxUnackedMessagesPerSubscription; 0: no limit).
+    max_unacked_per_subscription: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,6 +119,7 @@ TOPIC_LEVEL_FIELDS: Mapping[str, str] = {
     "maxConsumersPerSubscription": "max_consumers_per_subscription",
     "maxSubscriptionsPerTopic": "max_subscriptions_per_topic",
     "maxUnackedMessagesOnConsumer": "max_unacked_messages_per_consumer",
+    "maxUnackedMessagesOnSubscription": "max_unacked_messages_per_subscription",
     "publishRate": "publishMaxMessageRate",
     "compactionThreshold": "compaction_threshold",
     "dispatchRate": "topicDispatchRate",
@@ -186,7 +190,9 @@ def _limits(policies: Mapping[str, Any], conf: broker_config.BrokerConfig) -> Li
         max_consumers_per_subscription=pick("max_consumers_per_subscription",
                                             conf.max_consumers_per_subscription),
         max_subscriptions=pick("max_subscriptions_per_topic", conf.max_subscriptions_per_topic),
-        max_unacked_per_consumer=None if unacked is None else int(unacked))
+        max_unacked_per_consumer=None if unacked is None else int(unacked),
+        max_unacked_per_subscription=pick("max_unacked_messages_per_subscription",
+                                          conf.max_unacked_messages_per_subscription))
 
 
 def _auto_subscription_creation(stored: Mapping[str, Any] | None,

@@ -75,6 +75,10 @@ class PolicyEnforcer:
         if topic.policies.delayed != topic_policies.delayed:
             for subscription in list(topic.subscriptions.values()):
                 subscription.update_delayed_settings(topic_policies.delayed)
+        limit = topic_policies.limits.max_unacked_per_subscription
+        if topic.policies.limits.max_unacked_per_subscription != limit:
+            for subscription in list(topic.subscriptions.values()):
+                subscription.update_max_unacked_messages(limit)
         topic.policies = topic_policies
         topic.ledger.update_config(self.ledger_config(topic_policies))
 
