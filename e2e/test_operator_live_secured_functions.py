@@ -10,6 +10,10 @@ transforms what a token client publishes; without a token the call is refused.
 Then a function-mesh Function resource on the same cluster: its instance pod
 gets its own role's token from pulsar.authSecret and trusts the brokers by
 pulsar.tlsConfig's CA (both mounted Secrets) and connects over pulsar+ssl://.
+Last, that Function's code becomes a package of the brokers' packages management
+(function://..., uploaded by the superuser): its instance downloads it over HTTPS
+from the ConfigMap's webServiceURL with the same token and CA, once its role has
+the namespace's `packages` permission.
 """
 
 from __future__ import annotations
@@ -54,7 +58,9 @@ metadata:
 spec:
   etcd: {{replicas: 1}}
   bookkeeper: {{replicas: 2}}
-  broker: {{replicas: 1}}
+  broker:
+    replicas: 1
+    config: {{enablePackagesManagement: "true"}}
   proxy: {{enabled: false}}
   functionsWorker: {{enabled: true}}
   tls: {{secretName: secure-tls}}
@@ -219,3 +225,39 @@ async def test_a_function_resource_connects_with_its_mounted_token_and_ca(live: 
     output = await live.through(superuser, "persistent://public/default/cr-in",
                                 "persistent://public/default/cr-out")
     assert "THROUGH secured!" in output, output[-3000:]
+
+
+PACKAGE = "function://public/default/secured-question@v1"
+
+
+async def test_a_function_resource_downloads_its_package_with_its_mounted_token_and_ca(
+        live: Secured, tmp_path: pathlib.Path) -> None:
+    superuser = live.token("operator")
+    code = tmp_path / "question.py"
+    code.write_text("import pulsar\n\n\nclass Question(pulsar.Function):\n"
+                    "    def process(self, input, context):\n        return input + '?'\n")
+    status, output = await live.admin("upload", PACKAGE, "--path", str(code), "--description", "asks",
+                                      token=superuser, group="packages")
+    assert status == 0, output
+    status, output = await live.admin("grant-permission", "public/default", "--role", "fn-runner",
+                                      "--actions", "produce,consume,packages", token=superuser, group="namespaces")
+    assert status == 0, output
+    # New topics too: the check's subscription on cr-out still holds the earlier "secured!".
+    source, sink = "persistent://public/default/pkg-in", "persistent://public/default/pkg-out"
+    pod = "secured-exclamation-function-0"
+    old_uid = ((await live.api.get(api.PODS, NS, pod) or {}).get("metadata") or {}).get("uid")
+    await live.kubectl("patch", "functions.compute.functionmesh.io/secured-exclamation", "--type=merge", "-p",
+                       json.dumps({"spec": {"className": "question.Question", "python": {"pyLocation": PACKAGE},
+                                            "input": {"topics": [source]}, "output": {"topic": sink}}}))
+
+    async def rolled() -> bool:
+        """A new instance pod, ready: subscribed to the new input (it starts at the latest message)."""
+        found = await live.api.get(api.PODS, NS, pod) or {}
+        statuses = (found.get("status") or {}).get("containerStatuses") or [{}]
+        return found.get("metadata", {}).get("uid") not in (None, old_uid) and bool(statuses[0].get("ready"))
+
+    await emulation.wait_for(rolled, WAIT_S, "a new instance pod ready with the package")
+    conf = await live.api.get(api.CONFIG_MAPS, NS, "secured-exclamation-function")
+    assert json.loads((conf or {})["data"]["function.json"])["webServiceUrl"] == f"https://{BROKERS}:8443"
+    output = await live.through(superuser, source, sink)
+    assert "THROUGH secured?" in output, output[-3000:]

@@ -1,7 +1,7 @@
 """Function (ours or function-mesh's) -> ConfigMap, headless Service, StatefulSet of instances, HPA.
 
 Pure: takes the custom resource, the observed StatefulSet, the image and
-the cluster's broker URL, and decides. Each pod runs one instance,
+where the cluster's brokers are, and decides. Each pod runs one instance,
 `pulsar function-instance --config /pulsar/conf/function.json`, whose id is
 the pod's ordinal ($POD_NAME). The StatefulSet always has spec.replicas;
 with maxReplicas set, an autoscaling/v2 HPA scales the Function itself
@@ -25,6 +25,8 @@ CONTAINER = "pulsar-function"
 DEFAULT_CPU_UTILIZATION = 80
 LIVENESS_KEYS = ("initialDelaySeconds", "periodSeconds", "timeoutSeconds", "failureThreshold")
 CLUSTER_NOT_READY = "ClusterNotReady"
+#: A package URL in pyLocation and no web service URL to download it from.
+NO_WEB_SERVICE_URL = "NoWebServiceURL"
 #: Where the Secrets of spec.pulsar (broker credentials and TLS trust) are mounted: files the
 #: instance reads, so no credential is on its command line or in its environment.
 AUTH_SECRET_DIR = "/pulsar/client-auth"
@@ -158,7 +160,7 @@ def autoscaler(body: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def desired_objects(
-    body: dict[str, Any], image: str, broker_service_url: str | None
+    body: dict[str, Any], image: str, broker_service_url: str | None, web_service_url: str | None = None
 ) -> tuple[list[dict[str, Any]], list[plan.ObjectRef]]:
     spec = function_spec.spec_of(body)
     meta = body.get("metadata") or {}
@@ -166,7 +168,8 @@ def desired_objects(
     namespace = meta.get("namespace") or "default"
     instance = meta.get("name", "")
     selector = naming.selector_labels(instance, naming.FUNCTION)
-    conf_text = json.dumps(function_spec.function_config(body, broker_service_url), indent=2, sort_keys=True)
+    conf_text = json.dumps(function_spec.function_config(body, broker_service_url, web_service_url),
+                           indent=2, sort_keys=True)
     container = _container(spec, image)
     pod_labels = {**((spec.get("pod") or {}).get("labels") or {}), **naming.labels(instance, naming.FUNCTION)}
     pod_annotations = {**((spec.get("pod") or {}).get("annotations") or {}),
@@ -206,8 +209,11 @@ def reconcile(
     image: str,
     cluster_status: dict[str, Any] | None,
     now: str,
+    pulsar_config: dict[str, Any] | None = None,
 ) -> plan.Plan:
-    """`cluster_status`: the status of spec.clusterRef's PulsarCluster when the spec names one (None if missing)."""
+    """`cluster_status`: the status of spec.clusterRef's PulsarCluster when the spec names one (None if missing).
+    `pulsar_config`: the data of spec.pulsar.pulsarConfig's ConfigMap, read only when the code is a
+    package URL (its webServiceURL is where the instances download it; None if missing)."""
     meta = body.get("metadata") or {}
     spec = function_spec.spec_of(body)
     old = body.get("status") or {}
@@ -228,13 +234,22 @@ def reconcile(
 
     if problems := function_spec.validate(body):
         return finish(conditions.invalid_spec(problems))
-    broker_url = None
-    if not (spec.get("pulsar") or {}).get("pulsarConfig"):
+    broker_url = web_url = None
+    config_map = (spec.get("pulsar") or {}).get("pulsarConfig")
+    if not config_map:
         broker_url = (cluster_status or {}).get("brokerServiceURL")
-        if not broker_url:
+        web_url = (cluster_status or {}).get("webServiceURL")
+        if not broker_url or (function_spec.needs_web_service_url(body) and not web_url):
             ref = (spec.get("clusterRef") or {}).get("name")
-            return finish(conditions.failed(CLUSTER_NOT_READY, f"PulsarCluster {ref} has no brokerServiceURL yet"))
-    objects, deletions = desired_objects(body, image, broker_url)
+            missing = "brokerServiceURL" if not broker_url else "webServiceURL"
+            return finish(conditions.failed(CLUSTER_NOT_READY, f"PulsarCluster {ref} has no {missing} yet"))
+    elif function_spec.needs_web_service_url(body):
+        web_url = (pulsar_config or {}).get("webServiceURL")
+        if not web_url:
+            return finish(conditions.failed(
+                NO_WEB_SERVICE_URL, f"ConfigMap {config_map} (spec.pulsar.pulsarConfig) has no webServiceURL, "
+                "where the instances download spec.python.pyLocation"))
+    objects, deletions = desired_objects(body, image, broker_url, web_url)
     wanted = int(spec.get("replicas", 1))
     return finish(_instance_conditions(wanted, status["replicas"], status["readyReplicas"]),
                   objects=tuple(objects), deletions=tuple(deletions))

@@ -15,8 +15,12 @@ import urllib.parse
 from typing import Any
 
 GUARANTEES = ("ATLEAST_ONCE", "ATMOST_ONCE", "EFFECTIVELY_ONCE", "MANUAL")
-#: URL schemes `pulsar function-instance` downloads pyLocation from.
+#: URL schemes `pulsar function-instance` downloads pyLocation from by itself.
 DOWNLOAD_SCHEMES = ("http", "https", "file")
+#: The package URL scheme of function code kept by the brokers' packages management
+#: (function://tenant/namespace/name@version); the instance downloads it from webServiceUrl.
+PACKAGE_SCHEME = "function"
+_PACKAGE_URL = re.compile(r"^function://[^/@]+/[^/@]+/[^/@]+(@[^/@]+)?$")
 _ENV_NAME = re.compile(r"[^A-Za-z0-9_]")
 #: function-mesh's pod.builtinAutoscaler entries, e.g. AverageUtilizationCPUPercent80.
 BUILTIN_AUTOSCALER = re.compile(r"^AverageUtilization(CPU|Memory)Percent(\d+)$")
@@ -107,6 +111,10 @@ def validate(body: dict[str, Any]) -> list[str]:
         problems.append("spec.replicas must be >= 0")
     if not (spec.get("pulsar") or {}).get("pulsarConfig") and not (spec.get("clusterRef") or {}).get("name"):
         problems.append("spec.pulsar.pulsarConfig or spec.clusterRef.name is required (where instances find Pulsar)")
+    location = str((spec.get("python") or {}).get("pyLocation") or "")
+    if is_package_url(location) and not _PACKAGE_URL.match(location):
+        problems.append(f"spec.python.pyLocation {location!r} is not a package URL "
+                        "function://tenant/namespace/name[@version]")
     tls_config = (spec.get("pulsar") or {}).get("tlsConfig") or {}
     if tls_config.get("certSecretName") and not tls_config.get("certSecretKey"):
         problems.append("spec.pulsar.tlsConfig.certSecretKey is required with certSecretName "
@@ -119,15 +127,28 @@ def secret_env_name(name: str) -> str:
 
 
 def downloadable(location: str | None) -> bool:
-    """Whether the instance can fetch pyLocation itself (a URL, not a Pulsar package name)."""
-    return bool(location) and urllib.parse.urlsplit(str(location)).scheme in DOWNLOAD_SCHEMES
+    """Whether the instance can fetch pyLocation: an http(s):// or file:// URL, or a package URL."""
+    return bool(location) and (urllib.parse.urlsplit(str(location)).scheme in DOWNLOAD_SCHEMES
+                               or is_package_url(str(location)))
 
 
-def function_config(body: dict[str, Any], broker_service_url: str | None) -> dict[str, Any]:
+def is_package_url(location: str | None) -> bool:
+    """Whether pyLocation names a package of the brokers' packages management (function://...)."""
+    return bool(location) and urllib.parse.urlsplit(str(location)).scheme == PACKAGE_SCHEME
+
+
+def needs_web_service_url(body: dict[str, Any]) -> bool:
+    """Whether the instances download their code from the brokers' packages API."""
+    return is_package_url((spec_of(body).get("python") or {}).get("pyLocation"))
+
+
+def function_config(body: dict[str, Any], broker_service_url: str | None,
+                    web_service_url: str | None = None) -> dict[str, Any]:
     """The function.json document `pulsar function-instance` reads (None values left out).
 
     The instance count (replicas) is not in it: scaling must not change the
-    config, whose digest rolls the pods.
+    config, whose digest rolls the pods. webServiceUrl, where a package URL
+    is downloaded from, is only there for a function whose code is one.
     """
     spec = spec_of(body)
     inputs = spec.get("input") or {}
@@ -163,6 +184,7 @@ def function_config(body: dict[str, Any], broker_service_url: str | None) -> dic
         "userConfig": spec.get("funcConfig") or {},
         "secretsMap": {name: secret_env_name(name) for name in sorted(spec.get("secretsMap") or {})},
         "brokerServiceUrl": broker_service_url,
+        "webServiceUrl": web_service_url if needs_web_service_url(body) else None,
     }
     return {key: value for key, value in config.items() if value is not None}
 
@@ -190,8 +212,8 @@ def ignored_fields(body: dict[str, Any]) -> list[IgnoredField]:
     found += _autoscaler_entries(spec)
     location = (spec.get("python") or {}).get("pyLocation")
     if location and not downloadable(location):
-        found.append(IgnoredField("spec.python.pyLocation", "Pulsar package names are not fetched (only http(s):// "
-                                  "and file:// URLs); the code must be at spec.python.py in the image"))
+        found.append(IgnoredField("spec.python.pyLocation", "not a URL the instance fetches (function://, "
+                                  "http(s):// or file://); the code must be at spec.python.py in the image"))
     if spec.get("forwardSourceMessageProperty") is False:
         found.append(IgnoredField("spec.forwardSourceMessageProperty", "outputs always carry the input's properties"))
     if spec.get("cleanupSubscription"):

@@ -23,6 +23,7 @@ from pulsar_operator import (
     conditions,
     errors,
     function_reconcile,
+    function_spec,
     kube,
     naming,
     tenant_namespace,
@@ -192,9 +193,14 @@ async def reconcile_function(body: dict[str, Any], client: kube.KubeClient, conf
     if ref and not (spec.get("pulsar") or {}).get("pulsarConfig"):
         cluster = await client.get(ObjectRef(naming.API_VERSION, "PulsarCluster", namespace, ref))
         cluster_status = ((cluster or {}).get("status") or {}) or None
+    pulsar_config = None
+    config_map = (spec.get("pulsar") or {}).get("pulsarConfig")
+    if config_map and function_spec.needs_web_service_url(body):
+        found = await client.get(ObjectRef("v1", "ConfigMap", namespace, str(config_map)))
+        pulsar_config = ((found or {}).get("data") or {}) or None
     observed = await client.get(_sts_ref(namespace, function_reconcile.child_name(body)))
     plan = function_reconcile.reconcile(body, observed, image=config.function_image, cluster_status=cluster_status,
-                                        now=now_iso())
+                                        now=now_iso(), pulsar_config=pulsar_config)
     if plan.objects or plan.deletions:
         await applier.apply(client, plan.objects, plan.deletions)
     return dict(plan.status)

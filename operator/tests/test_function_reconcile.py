@@ -8,6 +8,7 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
+from pulsar_functions import config as instance_config
 from pulsar_operator import function_reconcile, function_spec, naming
 
 NOW = "2026-01-01T00:00:00Z"
@@ -173,12 +174,78 @@ def test_accepted_fields_without_effect_are_listed_with_the_reason(example: Exam
     assert reconcile(function(example)).status["ignoredFields"] is None
 
 
-def test_a_py_location_url_is_handed_to_the_instance_to_download(example: Example) -> None:
-    url = "https://example.com/code/exclamation.zip"
+URLS = {"webServiceURL": "http://sn-platform-pulsar-broker:8080", "brokerServiceURL": "pulsar://sn:6650"}
+
+
+@pytest.mark.parametrize("url", ["https://example.com/code/exclamation.zip", "http://files.local/exclamation.py",
+                                 "file:///pulsar/code/exclamation.py"])
+def test_a_py_location_url_is_handed_to_the_instance_to_download(example: Example, url: str) -> None:
     plan = reconcile(function(example, python={"py": "/pulsar/exclamation.zip", "pyLocation": url}))
     config = json.loads(by_kind(plan, "ConfigMap")["data"]["function.json"])
     assert (config["py"], config["pyLocation"]) == ("/pulsar/exclamation.zip", url)
+    assert "webServiceUrl" not in config  # the instance fetches it by itself
     assert plan.status["ignoredFields"] is None
+    for obj in plan.objects:
+        kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+
+
+@pytest.mark.parametrize("url", ["function://public/default/exclamation@v1", "function://t/ns/exclamation"])
+def test_a_package_url_is_downloaded_from_the_pulsar_config_s_web_service_url(example: Example, url: str) -> None:
+    """function-mesh's form: py names the file, pyLocation the package in the brokers' packages management."""
+    body = function(example, python={"py": "exclamation_function.py", "pyLocation": url})
+    plan = function_reconcile.reconcile(body, None, image=IMAGE, cluster_status=None, now=NOW, pulsar_config=URLS)
+    config = json.loads(by_kind(plan, "ConfigMap")["data"]["function.json"])
+    assert (config["pyLocation"], config["webServiceUrl"]) == (url, "http://sn-platform-pulsar-broker:8080")
+    assert "brokerServiceUrl" not in config  # still $(brokerServiceURL) from the ConfigMap
+    parsed = instance_config.loads(by_kind(plan, "ConfigMap")["data"]["function.json"])
+    assert (parsed.py_location, parsed.web_service_url) == (url, "http://sn-platform-pulsar-broker:8080")
+    assert plan.status["ignoredFields"] is None
+    assert condition(plan.status, "Ready")["reason"] == "InstancesNotReady"
+    for obj in plan.objects:
+        kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+
+
+def test_a_package_url_with_a_cluster_ref_is_downloaded_from_the_cluster_s_web_service_url(
+        example: Example) -> None:
+    body = function(example, pulsar=None, clusterRef={"name": "pulsar-mini"},
+                    python={"pyLocation": "function://public/default/exclamation@v1"})
+    plan = reconcile(body, cluster_status={"brokerServiceURL": "pulsar://b:6650", "webServiceURL": "http://b:8080"})
+    config = json.loads(by_kind(plan, "ConfigMap")["data"]["function.json"])
+    assert (config["brokerServiceUrl"], config["webServiceUrl"]) == ("pulsar://b:6650", "http://b:8080")
+    waiting = reconcile(body, cluster_status={"brokerServiceURL": "pulsar://b:6650"})
+    assert waiting.objects == ()
+    assert condition(waiting.status, "Ready")["reason"] == "ClusterNotReady"
+    assert "webServiceURL" in condition(waiting.status, "Ready")["message"]
+
+
+def test_a_package_url_without_a_web_service_url_to_fetch_it_from_is_reported(example: Example) -> None:
+    body = function(example, python={"pyLocation": "function://public/default/exclamation@v1"})
+    for pulsar_config in (None, {"brokerServiceURL": "pulsar://b:6650"}):
+        plan = function_reconcile.reconcile(body, None, image=IMAGE, cluster_status=None, now=NOW,
+                                            pulsar_config=pulsar_config)
+        assert plan.objects == ()
+        ready = condition(plan.status, "Ready")
+        assert ready["reason"] == "NoWebServiceURL" and "pulsar-mini-service-urls" in ready["message"]
+
+
+def test_a_package_url_is_fetched_with_the_instance_s_broker_credentials(example: Example) -> None:
+    """The instance downloads with the same mounted credentials and TLS trust it connects with."""
+    body = function(example, pulsar={**SECURED_PULSAR, "pulsarConfig": "secure-urls"},
+                    python={"pyLocation": "function://public/default/exclamation@v1"})
+    plan = function_reconcile.reconcile(body, None, image=IMAGE, cluster_status=None, now=NOW,
+                                        pulsar_config={"webServiceURL": "https://brokers:8443"})
+    config = json.loads(by_kind(plan, "ConfigMap")["data"]["function.json"])
+    assert config["webServiceUrl"] == "https://brokers:8443"
+    command = container(plan)["command"]
+    assert "--client-auth-dir" in command and "--tls-trust-certs-file" in command
+    for obj in plan.objects:
+        kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+
+
+def test_function_json_names_no_web_service_url_when_the_code_is_no_package(example: Example) -> None:
+    plan = function_reconcile.reconcile(function(example), None, image=IMAGE, cluster_status=None, now=NOW,
+                                        pulsar_config=URLS)
+    assert "webServiceUrl" not in json.loads(by_kind(plan, "ConfigMap")["data"]["function.json"])
 
 
 def test_pod_settings_reach_the_instance_pods(example: Example) -> None:
@@ -287,6 +354,9 @@ def test_a_cluster_ref_gives_the_instances_the_cluster_s_broker_url(example: Exa
     ({"pulsar": None}, "spec.pulsar.pulsarConfig or spec.clusterRef.name is required"),
     ({"pulsar": {"pulsarConfig": "urls", "tlsConfig": {"enabled": True, "certSecretName": "ca"}}},
      "spec.pulsar.tlsConfig.certSecretKey is required with certSecretName"),
+    ({"python": {"pyLocation": "function://public/exclamation@v1"}},
+     "spec.python.pyLocation 'function://public/exclamation@v1' is not a package URL"),
+    ({"python": {"pyLocation": "function://public/default/exclamation@v1@v2"}}, "is not a package URL"),
 ])
 def test_an_invalid_function_is_reported_and_changes_nothing(example: Example, changes: dict[str, Any],
                                                              message: str) -> None:
