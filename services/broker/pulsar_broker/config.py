@@ -22,6 +22,12 @@ BACKLOG_QUOTA_POLICIES = ("producer_request_hold", "producer_exception",
                           "consumer_backlog_eviction")
 
 
+#: How inactive a topic must be to be deleted (Apache's InactiveTopicDeleteMode): without
+#: subscriptions, or with every subscription caught up.
+INACTIVE_TOPIC_DELETE_MODES = ("delete_when_no_subscriptions",
+                               "delete_when_subscriptions_caught_up")
+
+
 @dataclasses.dataclass(frozen=True)
 class ServiceUrls:
     """Where clients reach a broker at its advertised address. broker_service_url and
@@ -134,6 +140,20 @@ class BrokerConfig:
         "Most partitions a partitioned topic may have (0: no limit; Apache's default is 0, "
         "see docs/design-choices.md)")
     allow_auto_subscription_creation: bool = setting("allowAutoSubscriptionCreation", True)
+    broker_delete_inactive_topics_enabled: bool = setting(
+        "brokerDeleteInactiveTopicsEnabled", False,
+        "Delete topics without producers, consumers and (by the mode) subscriptions once "
+        "inactive for the max inactive duration, unless the namespace or topic sets "
+        "inactiveTopicPolicies (Apache's default is true, see docs/design-choices.md)")
+    broker_delete_inactive_topics_frequency_seconds: int = setting(
+        "brokerDeleteInactiveTopicsFrequencySeconds", 60, "How often inactive topics are looked for")
+    broker_delete_inactive_topics_mode: str = setting(
+        "brokerDeleteInactiveTopicsMode", "delete_when_no_subscriptions",
+        "delete_when_no_subscriptions or delete_when_subscriptions_caught_up")
+    broker_delete_inactive_topics_max_inactive_duration_seconds: int | None = setting(
+        "brokerDeleteInactiveTopicsMaxInactiveDurationSeconds", None,
+        "How long a topic stays inactive before deletion (empty: "
+        "brokerDeleteInactiveTopicsFrequencySeconds)", empty_is_none=True)
     broker_deduplication_enabled: bool = setting("brokerDeduplicationEnabled", False)
     broker_service_compaction_monitor_interval_in_seconds: int = setting(
         "brokerServiceCompactionMonitorIntervalInSeconds", 60,
@@ -513,6 +533,15 @@ def _validate(conf: BrokerConfig) -> None:
                                  f"{', '.join(compatibility.STRATEGIES)}")
     if conf.delayed_delivery_tick_time_millis <= 0:
         raise errors.ConfigError("delayedDeliveryTickTimeMillis must be positive")
+    if conf.broker_delete_inactive_topics_mode not in INACTIVE_TOPIC_DELETE_MODES:
+        raise errors.ConfigError("brokerDeleteInactiveTopicsMode must be one of "
+                                 f"{', '.join(INACTIVE_TOPIC_DELETE_MODES)}")
+    if conf.broker_delete_inactive_topics_frequency_seconds <= 0:
+        raise errors.ConfigError("brokerDeleteInactiveTopicsFrequencySeconds must be positive")
+    if (conf.broker_delete_inactive_topics_max_inactive_duration_seconds is not None
+            and conf.broker_delete_inactive_topics_max_inactive_duration_seconds <= 0):
+        raise errors.ConfigError(
+            "brokerDeleteInactiveTopicsMaxInactiveDurationSeconds must be positive")
     if conf.message_expiry_check_interval_in_minutes <= 0:
         raise errors.ConfigError("messageExpiryCheckIntervalInMinutes must be positive")
     advertised.internal(advertised.parse(conf.advertised_listeners), conf.internal_listener_name)

@@ -70,7 +70,7 @@ class BrokerService:
         self.schemas = SchemaRegistry(pulsar_resources.store)
         #: Applies namespace policies (retention, persistence, TTL, backlog quotas) to topics.
         self.policies = PolicyEnforcer(config, ledger_factory.default_config, pulsar_resources,
-                                       lambda: self.loaded_topics)
+                                       lambda: self.loaded_topics, delete_topic=self.delete_topic)
         #: Handed to every topic loaded; whoever serves /metrics adds its recorder here.
         self.telemetry = telemetry.Recorders()
         #: dispatchThrottlingRateInMsg/InByte: one limiter every dispatcher of every topic

@@ -22,6 +22,7 @@ from pulsar_broker import config as broker_config
 from pulsar_broker.managed_ledger import config as ml_config
 from pulsar_broker.subscriptions.delayed_delivery import DelayedDeliverySettings
 from pulsar_broker.subscriptions.dispatch_rate import DispatchRate
+from pulsar_broker.topics.inactive_topics import InactiveTopicPolicy
 from pulsar_broker.topics.publish_rate import PublishRate
 from pulsar_broker.topics.subscribe_rate import SubscribeRate
 
@@ -107,6 +108,8 @@ class TopicPolicies:
     #: autoSubscriptionCreationOverride, else allowAutoSubscriptionCreation of the broker: may
     #: a consumer create a durable subscription by subscribing to it?
     auto_subscription_creation: bool = True
+    #: inactiveTopicPolicies, else brokerDeleteInactiveTopics* of the broker.
+    inactive: InactiveTopicPolicy = dataclasses.field(default_factory=InactiveTopicPolicy)
 
 
 #: Apache's TopicPolicies fields this broker applies -> the namespace Policies field they
@@ -126,6 +129,7 @@ TOPIC_LEVEL_FIELDS: Mapping[str, str] = {
     "subscriptionDispatchRate": "subscriptionDispatchRate",
     "subscribeRate": "clusterSubscribeRate",
     "autoSubscriptionCreationOverride": "autoSubscriptionCreationOverride",
+    "inactiveTopicPolicies": "inactive_topic_policies",
 }
 
 
@@ -175,6 +179,7 @@ def resolve(policies: Mapping[str, Any] | None, conf: broker_config.BrokerConfig
         subscribe_rate=_subscribe_rate(policies.get("clusterSubscribeRate"), conf),
         auto_subscription_creation=_auto_subscription_creation(
             policies.get("autoSubscriptionCreationOverride"), conf),
+        inactive=_inactive(policies.get("inactive_topic_policies"), conf),
     )
 
 
@@ -199,6 +204,19 @@ def _auto_subscription_creation(stored: Mapping[str, Any] | None,
                                 conf: broker_config.BrokerConfig) -> bool:
     allowed = (stored or {}).get("allowAutoSubscriptionCreation")
     return conf.allow_auto_subscription_creation if allowed is None else bool(allowed)
+
+
+def _inactive(stored: Mapping[str, Any] | None,
+              conf: broker_config.BrokerConfig) -> InactiveTopicPolicy:
+    if stored:
+        return InactiveTopicPolicy(
+            bool(stored.get("deleteWhileInactive", False)),
+            str(stored.get("inactiveTopicDeleteMode") or conf.broker_delete_inactive_topics_mode),
+            int(stored.get("maxInactiveDurationSeconds") or 60))
+    duration = conf.broker_delete_inactive_topics_max_inactive_duration_seconds
+    return InactiveTopicPolicy(
+        conf.broker_delete_inactive_topics_enabled, conf.broker_delete_inactive_topics_mode,
+        conf.broker_delete_inactive_topics_frequency_seconds if duration is None else duration)
 
 
 def _publish_rate(stored: Mapping[str, Any] | None,

@@ -8,10 +8,12 @@ topics: retention and persistence through the managed ledger's configuration
 (new ledgers use the new quorums; trimming follows the new retention), TTL
 and backlog quotas through the topic's `policies`.
 
-Three periodic checks act on them, as Apache's broker does: message expiry
+Four periodic checks act on them, as Apache's broker does: message expiry
 (every messageExpiryCheckIntervalInMinutes, or messageExpiryCheckIntervalSeconds
-when set), backlog quotas (every backlogQuotaCheckIntervalInSeconds) and
-compaction thresholds (every brokerServiceCompactionMonitorIntervalInSeconds).
+when set), backlog quotas (every backlogQuotaCheckIntervalInSeconds),
+compaction thresholds (every brokerServiceCompactionMonitorIntervalInSeconds)
+and inactive topics (every brokerDeleteInactiveTopicsFrequencySeconds; the
+broker service deletes them through the `delete_topic` it hands in).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pulsar_common.metadata import tasks
 from pulsar_broker import config as broker_config
 from pulsar_broker import errors, resources
 from pulsar_broker.managed_ledger import config as ml_config
-from pulsar_broker.topics import backlog_quota, message_expiry, policies
+from pulsar_broker.topics import backlog_quota, inactive_topics, message_expiry, policies
 from pulsar_broker.topics.persistent_topic import PersistentTopic
 
 log = logging.getLogger(__name__)
@@ -41,8 +43,14 @@ class PolicyEnforcer:
                  default_ledger: ml_config.ManagedLedgerConfig,
                  pulsar_resources: resources.PulsarResources,
                  loaded_topics: Callable[[], list[PersistentTopic]],
-                 now_ms: clock.NowMs = clock.wall_clock_ms) -> None:
+                 now_ms: clock.NowMs = clock.wall_clock_ms,
+                 delete_topic: Callable[[naming.TopicName], Awaitable[None]] | None = None,
+                 ) -> None:
         self.conf = conf
+        #: Deletes an inactive topic (refusing, as the admin API does, one that has
+        #: producers or consumers again); None: inactive topics are kept.
+        self._delete_topic = delete_topic
+        self._inactivity = inactive_topics.InactivityClock()
         self.default_ledger = default_ledger
         self.resources = pulsar_resources
         self._loaded_topics = loaded_topics
@@ -141,6 +149,27 @@ class PolicyEnforcer:
             except Exception:
                 log.exception("compaction check on %s failed", topic.name)
 
+    async def check_inactive_topics(self) -> None:
+        """Delete the topics inactive for longer than their inactiveTopicPolicies allow."""
+        if self._delete_topic is None:
+            return
+        now = self._now_ms()
+        loaded = [t for t in self._loaded_topics() if not t.closed]
+        self._inactivity.keep_only({str(t.name) for t in loaded})
+        for topic in loaded:
+            if not self._inactivity.should_delete(str(topic.name), topic.policies.inactive,
+                                                  _activity(topic), now):
+                continue
+            try:
+                await self._delete_topic(topic.name)
+                log.info("deleted inactive topic %s (%s)", topic.name,
+                         topic.policies.inactive.mode)
+            except errors.BrokerError as exc:
+                # A producer or consumer came meanwhile: it is active again.
+                log.info("inactive topic %s not deleted: %s", topic.name, exc)
+            except Exception:
+                log.exception("deleting inactive topic %s failed", topic.name)
+
     # -- background tasks ----------------------------------------------------------
 
     def start(self) -> None:
@@ -152,6 +181,8 @@ class PolicyEnforcer:
                                     self.check_backlog_quotas), "backlog-quota")
         self._spawn(self._every(float(self.conf.broker_service_compaction_monitor_interval_in_seconds),
                                 self.check_compaction), "compaction-monitor")
+        self._spawn(self._every(float(self.conf.broker_delete_inactive_topics_frequency_seconds),
+                                self.check_inactive_topics), "inactive-topics")
         self._spawn(self._watch_policies(), "policies-watch")
         self._spawn(self._watch_topic_policies(), "topic-policies-watch")
 
@@ -208,6 +239,16 @@ class PolicyEnforcer:
     async def _reapply_all(self) -> None:
         for ns in {t.name.namespace_name for t in self._loaded_topics()}:
             await self.namespace_changed(ns)
+
+
+def _activity(topic: PersistentTopic) -> inactive_topics.TopicActivity:
+    subscriptions = list(topic.subscriptions.values())
+    return inactive_topics.TopicActivity(
+        producers=len(topic.producers),
+        consumers=sum(len(s.consumers) for s in subscriptions),
+        subscriptions=len(subscriptions),
+        subscriptions_with_backlog=sum(
+            1 for s in subscriptions if s.cursor.number_of_entries_in_backlog > 0))
 
 
 def _namespace_of(path: str) -> naming.NamespaceName | None:
