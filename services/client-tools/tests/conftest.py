@@ -1,14 +1,17 @@
-"""Run `pulsar-client` and `pulsar-perf` as real subprocesses against the session's standalone
-(the `standalone`, `client` and `topic` fixtures come from the root conftest)."""
+"""Run `pulsar-client`, `pulsar-perf` and `pulsar-admin` as real subprocesses against the
+session's standalone (the `standalone`, `client` and `topic` fixtures come from the root
+conftest)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import uuid
 from collections.abc import Callable
 
 import pytest
+from pulsar_broker import testing as broker_testing
 
 CLI_TIMEOUT_S = 90.0
 
@@ -16,15 +19,49 @@ Runner = Callable[..., subprocess.CompletedProcess[str]]
 
 
 def _run(
-    module: str, *args: str, timeout_s: float = CLI_TIMEOUT_S
+    module: str, *args: str, timeout_s: float = CLI_TIMEOUT_S, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", module, *args],
+        env=env,
         capture_output=True,
         text=True,
         timeout=timeout_s,
         check=False,
     )
+
+
+class Admin:
+    """`pulsar-admin ...` with PULSAR_ADMIN_URL set to a broker's web service URL."""
+
+    def __init__(self, web_url: str) -> None:
+        self.env = {**os.environ, "PULSAR_ADMIN_URL": web_url}
+
+    def __call__(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return _run("pulsar_client_tools.admin.main", *args, timeout_s=60, env=self.env)
+
+    def ok(self, *args: str) -> str:
+        result = self(*args)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+
+@pytest.fixture
+def run_module() -> Runner:
+    """`python -m <module> ...`, against no broker unless told (usage errors)."""
+    return _run
+
+
+@pytest.fixture
+def admin(standalone: broker_testing.StandaloneProcess) -> Admin:
+    """`pulsar-admin ...` against the standalone."""
+    return Admin(standalone.web_url)
+
+
+@pytest.fixture
+def admin_at() -> Callable[[str], Admin]:
+    """`pulsar-admin ...` against any admin URL."""
+    return Admin
 
 
 @pytest.fixture

@@ -3,36 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pulsar
-import pytest
 from pulsar_broker import testing as broker_testing
 
 
-class Admin:
-    def __init__(self, web_url: str) -> None:
-        self.env = {**os.environ, "PULSAR_ADMIN_URL": web_url}
-
-    def __call__(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "pulsar_client_tools.admin.main", *args],
-                              env=self.env, capture_output=True, text=True, timeout=60,
-                              check=False)
-
-    def ok(self, *args: str) -> str:
-        result = self(*args)
-        assert result.returncode == 0, result.stderr
-        return result.stdout
-
-
-@pytest.fixture
-def admin(standalone: broker_testing.StandaloneProcess) -> Admin:
-    return Admin(standalone.web_url)
-
-
-def test_tenant_and_namespace_commands(admin: Admin, unique: str) -> None:
+def test_tenant_and_namespace_commands(admin, unique: str) -> None:
     tenant = f"cli-{unique}"
     admin.ok("tenants", "create", tenant, "-r", "alice")
     assert tenant in admin.ok("tenants", "list").splitlines()
@@ -47,31 +23,27 @@ def test_tenant_and_namespace_commands(admin: Admin, unique: str) -> None:
     assert policies["bundles"]["numBundles"] == 2
 
 
-def test_errors_print_the_reason_and_exit_1(admin: Admin, unique: str) -> None:
+def test_errors_print_the_reason_and_exit_1(admin, unique: str) -> None:
     result = admin("tenants", "get", f"missing-{unique}")
     assert result.returncode == 1
     assert result.stderr.splitlines()[0] == "Tenant does not exist"
     assert "Reason: Tenant does not exist" in result.stderr
 
 
-def test_unreachable_broker_is_reported_with_its_url() -> None:
-    admin = Admin("http://127.0.0.1:1")
+def test_unreachable_broker_is_reported_with_its_url(admin_at) -> None:
+    admin = admin_at("http://127.0.0.1:1")
     result = admin("tenants", "list")
     assert result.returncode == 1
     assert "Error connecting to: http://127.0.0.1:1" in result.stderr
 
 
 def test_admin_url_option_overrides_the_environment(
-        standalone: broker_testing.StandaloneProcess) -> None:
-    env = {**os.environ, "PULSAR_ADMIN_URL": "http://127.0.0.1:1"}
-    result = subprocess.run(
-        [sys.executable, "-m", "pulsar_client_tools.admin.main", "--admin-url",
-         standalone.web_url, "brokers", "healthcheck"],
-        env=env, capture_output=True, text=True, timeout=60, check=False)
+        standalone: broker_testing.StandaloneProcess, admin_at) -> None:
+    result = admin_at("http://127.0.0.1:1")("--admin-url", standalone.web_url, "brokers", "healthcheck")
     assert (result.returncode, result.stdout.strip()) == (0, "ok")
 
 
-def test_topic_commands_with_stats_and_peek(admin: Admin, client: pulsar.Client, unique: str) -> None:
+def test_topic_commands_with_stats_and_peek(admin, client: pulsar.Client, unique: str) -> None:
     topic = f"persistent://public/default/cli-{unique}"
     admin.ok("topics", "create-partitioned-topic", f"{topic}-p", "-p", "2")
     assert json.loads(admin.ok("topics", "get-partitioned-topic-metadata", f"{topic}-p")) == {

@@ -4,36 +4,11 @@ topic-level rate policies and the stats flags, run as processes against the stan
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pulsar
-import pytest
-from pulsar_broker import testing as broker_testing
 
 
-class Admin:
-    def __init__(self, web_url: str) -> None:
-        self.env = {**os.environ, "PULSAR_ADMIN_URL": web_url}
-
-    def __call__(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "pulsar_client_tools.admin.main", *args],
-                              env=self.env, capture_output=True, text=True, timeout=60,
-                              check=False)
-
-    def ok(self, *args: str) -> str:
-        result = self(*args)
-        assert result.returncode == 0, result.stderr
-        return result.stdout
-
-
-@pytest.fixture
-def admin(standalone: broker_testing.StandaloneProcess) -> Admin:
-    return Admin(standalone.web_url)
-
-
-def test_dynamic_configuration_commands(admin: Admin) -> None:
+def test_dynamic_configuration_commands(admin) -> None:
     names = admin.ok("brokers", "list-dynamic-config").splitlines()
     assert "dispatchThrottlingRatePerTopicInMsg" in names
     try:
@@ -53,7 +28,7 @@ def test_dynamic_configuration_commands(admin: Admin) -> None:
     assert refused.stderr.splitlines()[0] == "Can't update non-dynamic configuration"
 
 
-def test_resource_quota_commands(admin: Admin, unique: str) -> None:
+def test_resource_quota_commands(admin, unique: str) -> None:
     ns = f"public/quotas-{unique}"
     admin.ok("namespaces", "create", ns, "--bundles", "1")
     bundle = ("-n", ns, "-b", "0x00000000_0xffffffff")
@@ -72,7 +47,7 @@ def test_resource_quota_commands(admin: Admin, unique: str) -> None:
     assert "namespace and bundle must be provided together." in alone.stderr
 
 
-def test_ns_isolation_policy_commands(admin: Admin, unique: str) -> None:
+def test_ns_isolation_policy_commands(admin, unique: str) -> None:
     policy = f"iso-{unique}"
     admin.ok("ns-isolation-policy", "set", "standalone", policy, "--namespaces",
              f"public/iso-{unique}.*", "--primary", "127.0.0.1:.*", "--secondary", "",
@@ -100,7 +75,7 @@ def test_ns_isolation_policy_commands(admin: Admin, unique: str) -> None:
     assert bad.returncode == 1 and "Unknown auto failover policy params" in bad.stderr
 
 
-def test_topic_rate_policies_and_stats_flags(admin: Admin, client: pulsar.Client,
+def test_topic_rate_policies_and_stats_flags(admin, client: pulsar.Client,
                                              unique: str) -> None:
     topic = f"persistent://public/default/cli-rates-{unique}"
     admin.ok("topics", "create", topic)

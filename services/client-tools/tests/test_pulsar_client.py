@@ -16,22 +16,8 @@ def _messages(stdout: str) -> list[str]:
 
 
 def test_produced_messages_are_consumed_with_key_properties_and_content(pulsar_client, topic):
-    produced = pulsar_client(
-        "produce",
-        topic,
-        "-m",
-        "hello",
-        "-m",
-        "world",
-        "-n",
-        "2",
-        "-k",
-        "key-1",
-        "-p",
-        "colour=blue",
-        "-p",
-        "size=10",
-    )
+    produced = pulsar_client("produce", topic, "-m", "hello", "-m", "world", "-n", "2",
+                             "-k", "key-1", "-p", "colour=blue", "-p", "size=10")
     assert produced.returncode == 0, produced.stderr
     assert "4 messages successfully produced" in produced.stdout
 
@@ -70,63 +56,25 @@ def test_files_are_sent_whole_after_messages_and_acked_messages_are_not_consumed
     assert _messages(second.stdout) == ["key:[null], properties:[], content:line one, with a comma"]
 
 
-def test_produce_without_messages_is_a_usage_error():
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pulsar_client_tools.client.main",
-            "produce",
-            "persistent://public/default/nothing",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+def test_produce_without_messages_is_a_usage_error(run_module):
+    done = run_module("pulsar_client_tools.client.main", "produce",
+                      "persistent://public/default/nothing", timeout_s=60)
     assert done.returncode == 1
     assert "nothing to send" in done.stderr
 
 
-def test_consume_requires_a_subscription_name():
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pulsar_client_tools.client.main",
-            "consume",
-            "persistent://public/default/nothing",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+def test_consume_requires_a_subscription_name(run_module):
+    done = run_module("pulsar_client_tools.client.main", "consume",
+                      "persistent://public/default/nothing", timeout_s=60)
     assert done.returncode == 2
     assert "--subscription-name" in done.stderr
 
 
 def test_consuming_forever_stops_on_ctrl_c_and_reports_the_count(standalone, pulsar_client, topic):
     consumer = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pulsar_client_tools.client.main",
-            "--url",
-            standalone.service_url,
-            "consume",
-            topic,
-            "-s",
-            "sub",
-            "-p",
-            "Earliest",
-            "-n",
-            "0",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+        [sys.executable, "-m", "pulsar_client_tools.client.main", "--url", standalone.service_url,
+         "consume", topic, "-s", "sub", "-p", "Earliest", "-n", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert pulsar_client("produce", topic, "-m", "one,two").returncode == 0
         assert consumer.stdout is not None
@@ -147,22 +95,9 @@ def test_consuming_forever_stops_on_ctrl_c_and_reports_the_count(standalone, pul
     assert "2 messages successfully consumed" in out
 
 
-def test_http_service_url_works_for_produce_and_consume(standalone, topic):
+def test_http_service_url_works_for_produce_and_consume(standalone, topic, run_module):
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pulsar_client_tools.client.main",
-                "--url",
-                standalone.web_url,
-                *args,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=90,
-            check=False,
-        )
+        return run_module("pulsar_client_tools.client.main", "--url", standalone.web_url, *args)
 
     assert cli("produce", topic, "-m", "over-http", "-k", "k").returncode == 0
     consumed = cli("consume", topic, "-s", "sub", "-p", "Earliest", "-n", "1")

@@ -53,24 +53,8 @@ def test_unbatched_producers_over_several_topics_stop_at_the_message_count(pulsa
     assert _records(produced.stdout) == 200
     assert LATENCY.search(produced.stdout), produced.stdout
 
-    consumed = pulsar_perf(
-        "consume",
-        topic,
-        "-t",
-        "2",
-        "-st",
-        "Shared",
-        "-n",
-        "2",
-        "-sp",
-        "Earliest",
-        "-m",
-        "200",
-        "-time",
-        "60",
-        "-i",
-        "0.5",
-    )
+    consumed = pulsar_perf("consume", topic, "-t", "2", "-st", "Shared", "-n", "2", "-sp", "Earliest",
+                           "-m", "200", "-time", "60", "-i", "0.5")
     assert consumed.returncode == 0, consumed.stderr
     assert "Created 4 consumers" in consumed.stdout
     assert _records(consumed.stdout) == 200
@@ -78,23 +62,9 @@ def test_unbatched_producers_over_several_topics_stop_at_the_message_count(pulsa
 
 def test_ctrl_c_ends_a_run_without_limits_with_the_summary(standalone, topic):
     perf = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pulsar_client_tools.perf.main",
-            "produce",
-            "-u",
-            standalone.service_url,
-            topic,
-            "-r",
-            "500",
-            "-i",
-            "0.3",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+        [sys.executable, "-m", "pulsar_client_tools.perf.main", "produce", "-u", standalone.service_url,
+         topic, "-r", "500", "-i", "0.3"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert perf.stdout is not None
         lines = iter(perf.stdout.readline, "")
