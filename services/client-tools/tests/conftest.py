@@ -5,15 +5,18 @@ conftest)."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 from pulsar_broker import testing as broker_testing
 
 CLI_TIMEOUT_S = 90.0
+#: How long a tool may take to print its summary and exit after Ctrl-C.
+CTRL_C_TIMEOUT_S = 60.0
 
 Runner = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -44,6 +47,41 @@ class Admin:
         result = self(*args)
         assert result.returncode == 0, result.stderr
         return result.stdout
+
+
+class Background:
+    """Tools a test starts, lets run and stops with Ctrl-C; any still running at teardown are killed."""
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen[str]] = []
+
+    def start(self, module: str, *args: str) -> subprocess.Popen[str]:
+        proc = subprocess.Popen([sys.executable, "-m", module, *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        self.procs.append(proc)
+        return proc
+
+    @staticmethod
+    def ctrl_c(proc: subprocess.Popen[str]) -> str:
+        """SIGINT, then the tool's whole output once it exited."""
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=CTRL_C_TIMEOUT_S)
+        return out
+
+    def kill(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture
+def background() -> Iterator[Background]:
+    running = Background()
+    try:
+        yield running
+    finally:
+        running.kill()
 
 
 @pytest.fixture

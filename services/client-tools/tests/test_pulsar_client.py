@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import signal
 import subprocess
-import sys
 
 BOUNDARY = "----- got message -----"
 
@@ -70,27 +68,20 @@ def test_consume_requires_a_subscription_name(run_module):
     assert "--subscription-name" in done.stderr
 
 
-def test_consuming_forever_stops_on_ctrl_c_and_reports_the_count(standalone, pulsar_client, topic):
-    consumer = subprocess.Popen(
-        [sys.executable, "-m", "pulsar_client_tools.client.main", "--url", standalone.service_url,
-         "consume", topic, "-s", "sub", "-p", "Earliest", "-n", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert pulsar_client("produce", topic, "-m", "one,two").returncode == 0
-        assert consumer.stdout is not None
-        seen = [consumer.stdout.readline().rstrip("\n") for _ in range(4)]
-        assert seen == [
-            BOUNDARY,
-            "key:[null], properties:[], content:one",
-            BOUNDARY,
-            "key:[null], properties:[], content:two",
-        ]
-        consumer.send_signal(signal.SIGINT)
-        out, _ = consumer.communicate(timeout=60)
-    finally:
-        if consumer.poll() is None:
-            consumer.kill()
-            consumer.wait()
+def test_consuming_forever_stops_on_ctrl_c_and_reports_the_count(
+        standalone, pulsar_client, topic, background):
+    consumer = background.start("pulsar_client_tools.client.main", "--url", standalone.service_url,
+                                "consume", topic, "-s", "sub", "-p", "Earliest", "-n", "0")
+    assert pulsar_client("produce", topic, "-m", "one,two").returncode == 0
+    assert consumer.stdout is not None
+    seen = [consumer.stdout.readline().rstrip("\n") for _ in range(4)]
+    assert seen == [
+        BOUNDARY,
+        "key:[null], properties:[], content:one",
+        BOUNDARY,
+        "key:[null], properties:[], content:two",
+    ]
+    out = background.ctrl_c(consumer)
     assert consumer.returncode == 0
     assert "2 messages successfully consumed" in out
 

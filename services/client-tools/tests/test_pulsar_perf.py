@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import re
-import signal
-import subprocess
-import sys
 
 import pulsar
 
@@ -60,21 +57,13 @@ def test_unbatched_producers_over_several_topics_stop_at_the_message_count(pulsa
     assert _records(consumed.stdout) == 200
 
 
-def test_ctrl_c_ends_a_run_without_limits_with_the_summary(standalone, topic):
-    perf = subprocess.Popen(
-        [sys.executable, "-m", "pulsar_client_tools.perf.main", "produce", "-u", standalone.service_url,
-         topic, "-r", "500", "-i", "0.3"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert perf.stdout is not None
-        lines = iter(perf.stdout.readline, "")
-        assert any(line.startswith("Throughput produced:") for line in lines)
-        perf.send_signal(signal.SIGINT)
-        out, _ = perf.communicate(timeout=60)
-    finally:
-        if perf.poll() is None:
-            perf.kill()
-            perf.wait()
+def test_ctrl_c_ends_a_run_without_limits_with_the_summary(standalone, topic, background):
+    perf = background.start("pulsar_client_tools.perf.main", "produce", "-u", standalone.service_url,
+                            topic, "-r", "500", "-i", "0.3")
+    assert perf.stdout is not None
+    lines = iter(perf.stdout.readline, "")
+    assert any(line.startswith("Throughput produced:") for line in lines)
+    out = background.ctrl_c(perf)
     assert perf.returncode == 0
     assert _records(out) > 0
     assert LATENCY.search(out), out
