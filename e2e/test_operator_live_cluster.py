@@ -15,36 +15,25 @@ from __future__ import annotations
 
 import json
 import pathlib
-import shutil
 import signal
-import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 import pytest_asyncio
 from pulsar_operator import emulation
-from pulsar_operator.kubelet_emulation import api, harness
-from pulsar_operator.kubelet_emulation import live as live_env
+from pulsar_operator.kubelet_emulation import api
+
+from e2e import operator_live
+from e2e.operator_live import CLUSTERS, NS, READY_TIMEOUT_S, condition, is_ready
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
-pytestmark = [
-    pytest.mark.asyncio(loop_scope="module"),
-    pytest.mark.slow,
-    pytest.mark.skipif(not shutil.which(emulation.KUBECTL), reason="kubectl is not installed"),
-    pytest.mark.skipif(not shutil.which("etcd"), reason="etcd is not installed"),
-    pytest.mark.skipif(harness.unavailable_reason() is not None, reason=str(harness.unavailable_reason())),
-]
-NS = "default"
+pytestmark = operator_live.MARKS
 CLUSTER = "pulsar-mini"
-READY_TIMEOUT_S = 150.0
 WAIT_S = 60.0
-PULSAR_ADMIN = str(pathlib.Path(sys.executable).with_name("pulsar-admin"))
-GROUP = "pulsar.pulsar-py.dev/v1alpha1"
-CLUSTERS = api.Resource(GROUP, "pulsarclusters", "PulsarCluster")
-TENANTS = api.Resource(GROUP, "tenants", "Tenant")
-NAMESPACES = api.Resource(GROUP, "pulsarnamespaces", "PulsarNamespace")
+TENANTS = api.Resource(operator_live.GROUP, "tenants", "Tenant")
+NAMESPACES = api.Resource(operator_live.GROUP, "pulsarnamespaces", "PulsarNamespace")
 #: Produces N messages to a topic and consumes them back with the official client.
 ROUND_TRIP = """
 import sys, pulsar
@@ -65,7 +54,7 @@ print("ROUND-TRIP " + ("ok" if sorted(got) == sorted(sent) else f"mismatch {got}
 """
 
 
-class Live(live_env.LiveCluster):
+class Live(operator_live.Live):
     async def cluster_status(self) -> dict[str, Any]:
         return await self.status(CLUSTERS, CLUSTER)
 
@@ -76,31 +65,17 @@ class Live(live_env.LiveCluster):
         await emulation.wait_for(absent, WAIT_S, f"{resource.kind} {name} deleted")
 
     async def round_trip(self, topic: str, count: int = 20) -> None:
-        url = (await self.cluster_status())["brokerServiceURL"]
-        result = await self.cluster.run([sys.executable, "-c", ROUND_TRIP, url, topic, str(count)], timeout_s=150)
+        result = await self.client_script(CLUSTER, ROUND_TRIP, topic, str(count))
         assert "ROUND-TRIP ok" in result.stdout, result.stdout[-3000:] + result.stderr[-3000:]
 
     async def admin(self, *args: str) -> str:
-        url = (await self.cluster_status())["webServiceURL"]
-        result = await self.cluster.run([PULSAR_ADMIN, "--admin-url", url, *args], timeout_s=60)
-        assert result.returncode == 0, result.stdout + result.stderr
-        return result.stdout
-
-
-def condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
-    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == kind), {})
-
-
-def is_ready(obj: dict[str, Any]) -> bool:
-    return condition(obj, "Ready").get("status") == "True"
+        return await self.admin_ok(CLUSTER, *args, timeout_s=60)
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def live(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> AsyncIterator[Live]:
-    failed_before = request.session.testsfailed
-    async with live_env.running(tmp_path_factory.mktemp("live-cluster"), NS,
-                                lambda: request.session.testsfailed > failed_before) as running:
-        yield Live(running.kubeconfig, running.api, running.cluster, running.operator, NS)
+    async with operator_live.started(Live, tmp_path_factory.mktemp("live-cluster"), request) as running:
+        yield running
 
 
 async def test_the_example_cluster_becomes_ready_with_every_pod_running(live: Live) -> None:

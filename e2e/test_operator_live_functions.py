@@ -30,7 +30,6 @@ import pathlib
 import re
 import shutil
 import signal
-import sys
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -40,27 +39,25 @@ import pytest
 import pytest_asyncio
 import yaml
 from pulsar_operator import emulation
-from pulsar_operator.kubelet_emulation import api, harness
-from pulsar_operator.kubelet_emulation import live as live_env
+from pulsar_operator.kubelet_emulation import api
+
+from e2e import operator_live
+from e2e.operator_live import (
+    CLUSTERS,
+    MESH_FUNCTIONS,
+    NS,
+    PULSAR_ADMIN,
+    READY_TIMEOUT_S,
+    is_ready,
+    ready_with,
+)
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
-pytestmark = [
-    pytest.mark.asyncio(loop_scope="module"),
-    pytest.mark.slow,
-    pytest.mark.skipif(not shutil.which(emulation.KUBECTL), reason="kubectl is not installed"),
-    pytest.mark.skipif(not shutil.which("etcd"), reason="etcd is not installed"),
-    pytest.mark.skipif(harness.unavailable_reason() is not None, reason=str(harness.unavailable_reason())),
-]
-NS = "default"
+pytestmark = operator_live.MARKS
 CLUSTER = "pulsar-mini"
-READY_TIMEOUT_S = 150.0
 WAIT_S = 90.0
-GROUP = "pulsar.pulsar-py.dev/v1alpha1"
-CLUSTERS = api.Resource(GROUP, "pulsarclusters", "PulsarCluster")
-MESH_FUNCTIONS = api.Resource("compute.functionmesh.io/v1alpha1", "functions", "Function")
 MESH_KIND = "functions.compute.functionmesh.io"
-PULSAR_ADMIN = str(pathlib.Path(sys.executable).with_name("pulsar-admin"))
 WORKER_PODS = f"{CLUSTER}-functions-worker-"
 #: Where the pulsar-py image has the example function function-mesh's sample names.
 IMAGE_EXAMPLE = pathlib.Path("/pulsar/examples/python-examples/exclamation_function.py")
@@ -141,50 +138,12 @@ spec:
     port: 8080
     targetPort: 8080
 """
-#: Publishes N messages to a function's input and reads what it puts on its output.
-THROUGH_FUNCTION = """
-import sys, pulsar
-url, source, sink, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-client = pulsar.Client(url, operation_timeout_seconds=45)
-consumer = client.subscribe(sink, "e2e-check", initial_position=pulsar.InitialPosition.Earliest)
-producer = client.create_producer(source)
-sent = [f"{source}-{i}" for i in range(count)]
-for body in sent:
-    producer.send(body.encode())
-got = []
-while len(got) < count:
-    message = consumer.receive(timeout_millis=60000)
-    consumer.acknowledge(message)
-    got.append(message.data().decode())
-client.close()
-wanted = sorted(body + "!" for body in sent)
-print("THROUGH " + ("ok" if sorted(got) == wanted else f"mismatch {sorted(got)} != {wanted}"))
-"""
 
 
-class Live(live_env.LiveCluster):
+class Live(operator_live.Live):
     async def through_function(self, source: str, sink: str, count: int = 10) -> None:
-        url = (await self.status(CLUSTERS, CLUSTER))["brokerServiceURL"]
-        result = await self.cluster.run([sys.executable, "-c", THROUGH_FUNCTION, url, source, sink, str(count)],
-                                        timeout_s=150)
-        assert "THROUGH ok" in result.stdout, result.stdout[-3000:] + result.stderr[-3000:]
-
-    def running_pods(self, prefix: str) -> set[str]:
-        """Pods of that name prefix whose processes run (terminating ones included)."""
-        assert self.cluster.kubelet is not None
-        return {runner.name for runner in self.cluster.kubelet.live if runner.name.startswith(prefix)}
-
-
-def condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
-    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == kind), {})
-
-
-def ready_with(replicas: int) -> Any:
-    def check(obj: dict[str, Any]) -> bool:
-        status = obj.get("status") or {}
-        return (condition(obj, "Ready").get("status") == "True" and status.get("readyReplicas") == replicas
-                and status.get("replicas") == replicas)
-    return check
+        """The example function's "!" on what it reads."""
+        await self.assert_through(CLUSTER, source, sink, "!", count)
 
 
 def stats(live: Live, pod: str) -> dict[str, Any]:
@@ -226,17 +185,14 @@ def image_example() -> Iterator[None]:
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def live(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest,
                image_example: None) -> AsyncIterator[Live]:
-    failed_before = request.session.testsfailed
-    async with live_env.running(tmp_path_factory.mktemp("live-functions"), NS,
-                                lambda: request.session.testsfailed > failed_before, 4000) as running:
-        yield Live(running.kubeconfig, running.api, running.cluster, running.operator, NS)
+    async with operator_live.started(Live, tmp_path_factory.mktemp("live-functions"), request, 4000) as running:
+        yield running
 
 
 async def test_the_example_function_transforms_what_is_published_to_its_input(live: Live) -> None:
     await live.kubectl("apply", "--validate=false", "-f", str(emulation.CRD_DIR))
     await live.kubectl("apply", "--validate=false", "-f", str(EXAMPLES / "pulsar-cluster.yaml"))
-    await live.wait(CLUSTERS, CLUSTER, lambda o: condition(o, "Ready").get("status") == "True",
-                    "PulsarCluster Ready=True", READY_TIMEOUT_S)
+    await live.wait(CLUSTERS, CLUSTER, is_ready, "PulsarCluster Ready=True", READY_TIMEOUT_S)
     await live.kubectl("apply", "--validate=false", "-f", str(EXAMPLES / "function.yaml"))
     function = await live.wait(MESH_FUNCTIONS, "exclamation", ready_with(1), "example Function Ready 1/1")
     assert "ignoredFields" not in function["status"]
@@ -294,7 +250,7 @@ async def test_deleting_the_functions_stops_their_instances_and_removes_their_ch
                 or "-function-" in i["metadata"]["name"]]
         assert left == [], resource.plural
     cluster = await live.api.get(CLUSTERS, NS, CLUSTER)
-    assert condition(cluster or {}, "Ready").get("status") == "True"
+    assert is_ready(cluster or {})
 
 
 async def test_the_sample_is_function_mesh_s_own_but_for_its_image() -> None:
@@ -304,7 +260,7 @@ async def test_the_sample_is_function_mesh_s_own_but_for_its_image() -> None:
 
 def worker_ready(obj: dict[str, Any]) -> bool:
     worker = ((obj.get("status") or {}).get("components") or {}).get("functionsWorker") or {}
-    return condition(obj, "Ready").get("status") == "True" and worker.get("readyReplicas") == 1
+    return is_ready(obj) and worker.get("readyReplicas") == 1
 
 
 async def test_a_functions_worker_in_the_cluster_runs_functions_created_through_the_brokers(
@@ -316,10 +272,7 @@ async def test_a_functions_worker_in_the_cluster_runs_functions_created_through_
     admin_url = (await live.status(CLUSTERS, CLUSTER))["webServiceURL"]  # the brokers' Service
 
     async def admin(*args: str) -> str:
-        result = await live.cluster.run([PULSAR_ADMIN, "--admin-url", admin_url, "functions", *args],
-                                        timeout_s=90)
-        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-        return result.stdout
+        return await live.admin_ok(CLUSTER, "functions", *args)
 
     created = await admin("create", "--py", str(example_function.__file__),
                           "--classname", "exclamation_function.ExclamationFunction",

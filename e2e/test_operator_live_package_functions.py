@@ -18,48 +18,31 @@ from __future__ import annotations
 
 import json
 import pathlib
-import shutil
-import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 import pytest_asyncio
 from pulsar_operator import emulation
-from pulsar_operator.kubelet_emulation import api, harness
-from pulsar_operator.kubelet_emulation import live as live_env
+from pulsar_operator.kubelet_emulation import api
 
-pytestmark = [
-    pytest.mark.asyncio(loop_scope="module"),
-    pytest.mark.slow,
-    pytest.mark.skipif(not shutil.which(emulation.KUBECTL), reason="kubectl is not installed"),
-    pytest.mark.skipif(not shutil.which("etcd"), reason="etcd is not installed"),
-    pytest.mark.skipif(harness.unavailable_reason() is not None, reason=str(harness.unavailable_reason())),
-]
-NS = "default"
+from e2e import operator_live
+from e2e.operator_live import (
+    CLUSTERS,
+    FUNCTIONS,
+    GROUP,
+    MESH_FUNCTIONS,
+    NS,
+    READY_TIMEOUT_S,
+    condition,
+    is_ready,
+)
+
+pytestmark = operator_live.MARKS
 CLUSTER = "pkg-mini"
-READY_TIMEOUT_S = 150.0
 WAIT_S = 90.0
-GROUP = "pulsar.pulsar-py.dev/v1alpha1"
-CLUSTERS = api.Resource(GROUP, "pulsarclusters", "PulsarCluster")
-FUNCTIONS = api.Resource(GROUP, "functions", "Function")
-MESH_FUNCTIONS = api.Resource("compute.functionmesh.io/v1alpha1", "functions", "Function")
-PULSAR_ADMIN = str(pathlib.Path(sys.executable).with_name("pulsar-admin"))
 PACKAGE = "function://public/default/question@v1"
-CLUSTER_YAML = f"""
-apiVersion: pulsar.pulsar-py.dev/v1alpha1
-kind: PulsarCluster
-metadata:
-  name: {CLUSTER}
-spec:
-  etcd: {{replicas: 1}}
-  bookkeeper: {{replicas: 2}}
-  broker:
-    replicas: 1
-    config:
-      enablePackagesManagement: "true"
-  proxy: {{enabled: false}}
-"""
+CLUSTER_SPEC = operator_live.packages_cluster(CLUSTER)
 #: The package's code: not the image's exclamation example, so the output shows which ran.
 MODULE = '''
 import pulsar
@@ -104,64 +87,27 @@ spec:
   python:
     pyLocation: {PACKAGE}
 """
-#: Publishes N messages to a function's input and reads what it puts on its output.
-THROUGH_FUNCTION = """
-import sys, pulsar
-url, source, sink, suffix, count = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
-client = pulsar.Client(url, operation_timeout_seconds=45)
-consumer = client.subscribe(sink, "e2e-check-" + suffix.encode().hex(), initial_position=pulsar.InitialPosition.Latest)
-producer = client.create_producer(source)
-sent = [f"{source}-{i}" for i in range(count)]
-for body in sent:
-    producer.send(body.encode())
-got = []
-while len(got) < count:
-    message = consumer.receive(timeout_millis=60000)
-    consumer.acknowledge(message)
-    got.append(message.data().decode())
-client.close()
-wanted = sorted(body + suffix for body in sent)
-print("THROUGH " + ("ok" if sorted(got) == wanted else f"mismatch {sorted(got)} != {wanted}"))
-"""
 
 
-class Live(live_env.LiveCluster):
+class Live(operator_live.Live):
     async def admin(self, *args: str) -> str:
-        url = (await self.status(CLUSTERS, CLUSTER))["webServiceURL"]
-        result = await self.cluster.run([PULSAR_ADMIN, "--admin-url", url, *args], timeout_s=90)
-        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-        return result.stdout
+        return await self.admin_ok(CLUSTER, *args)
 
     async def through_function(self, source: str, sink: str, suffix: str, count: int = 5) -> None:
-        url = (await self.status(CLUSTERS, CLUSTER))["brokerServiceURL"]
-        result = await self.cluster.run([sys.executable, "-c", THROUGH_FUNCTION, url, source, sink, suffix,
-                                         str(count)], timeout_s=150)
-        assert "THROUGH ok" in result.stdout, result.stdout[-3000:] + result.stderr[-3000:]
-
-    def running_pods(self, prefix: str) -> set[str]:
-        assert self.cluster.kubelet is not None
-        return {runner.name for runner in self.cluster.kubelet.live if runner.name.startswith(prefix)}
-
-
-def condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
-    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == kind), {})
+        """A subscription of its own per suffix, from the latest message: only what this check sends."""
+        await self.assert_through(CLUSTER, source, sink, suffix, count,
+                                  "e2e-check-" + suffix.encode().hex(), "Latest")
 
 
 def ready_with(replicas: int) -> Any:
-    def check(obj: dict[str, Any]) -> bool:
-        status = obj.get("status") or {}
-        return (condition(obj, "Ready").get("status") == "True" and status.get("readyReplicas") == replicas
-                and status.get("replicas") == replicas
-                and status.get("observedGeneration") == obj["metadata"].get("generation"))
-    return check
+    """Ready with that many replicas, for the resource's latest change (a new package version)."""
+    return operator_live.ready_with(replicas, observed=True)
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def live(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> AsyncIterator[Live]:
-    failed_before = request.session.testsfailed
-    async with live_env.running(tmp_path_factory.mktemp("live-package-functions"), NS,
-                                lambda: request.session.testsfailed > failed_before, 6000) as running:
-        yield Live(running.kubeconfig, running.api, running.cluster, running.operator, NS)
+    async with operator_live.started(Live, tmp_path_factory.mktemp("live-package-functions"), request) as running:
+        yield running
 
 
 async def upload(live: Live, tmp_path: pathlib.Path, package: str, suffix: str) -> None:
@@ -174,9 +120,8 @@ async def upload(live: Live, tmp_path: pathlib.Path, package: str, suffix: str) 
 
 async def test_functions_run_the_package_their_py_location_names(live: Live, tmp_path: pathlib.Path) -> None:
     await live.kubectl("apply", "--validate=false", "-f", str(emulation.CRD_DIR))
-    await live.kubectl("apply", "--validate=false", "-f", "-", stdin=CLUSTER_YAML)
-    await live.wait(CLUSTERS, CLUSTER, lambda o: condition(o, "Ready").get("status") == "True",
-                    "PulsarCluster Ready=True", READY_TIMEOUT_S)
+    await live.kubectl("apply", "--validate=false", "-f", "-", stdin=CLUSTER_SPEC)
+    await live.wait(CLUSTERS, CLUSTER, is_ready, "PulsarCluster Ready=True", READY_TIMEOUT_S)
     await upload(live, tmp_path, PACKAGE, "?")
     assert "v1" in await live.admin("packages", "list-versions", PACKAGE.rpartition("@")[0])
     await live.kubectl("apply", "--validate=false", "-f", "-", stdin=MESH_FUNCTION)

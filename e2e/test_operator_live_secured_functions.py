@@ -22,9 +22,9 @@ import base64
 import json
 import pathlib
 import secrets
-import shutil
 import sys
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pulsar_functions.examples.exclamation_function as example_function
 import pytest
@@ -32,44 +32,20 @@ import pytest_asyncio
 from pulsar_common import testing_certs
 from pulsar_common.auth import token as auth_token
 from pulsar_operator import emulation
-from pulsar_operator.kubelet_emulation import api, harness
-from pulsar_operator.kubelet_emulation import live as live_env
+from pulsar_operator.kubelet_emulation import api
 
-pytestmark = [
-    pytest.mark.asyncio(loop_scope="module"),
-    pytest.mark.slow,
-    pytest.mark.skipif(not shutil.which(emulation.KUBECTL), reason="kubectl is not installed"),
-    pytest.mark.skipif(not shutil.which("etcd"), reason="etcd is not installed"),
-    pytest.mark.skipif(harness.unavailable_reason() is not None, reason=str(harness.unavailable_reason())),
-]
-NS = "default"
+from e2e import operator_live
+from e2e.operator_live import CLUSTERS, MESH_FUNCTIONS, NS, PULSAR_ADMIN, READY_TIMEOUT_S, is_ready
+
+pytestmark = operator_live.MARKS
 CLUSTER = "secure-mini"
-READY_TIMEOUT_S = 150.0
 WAIT_S = 90.0
-CLUSTERS = api.Resource("pulsar.pulsar-py.dev/v1alpha1", "pulsarclusters", "PulsarCluster")
-PULSAR_ADMIN = str(pathlib.Path(sys.executable).with_name("pulsar-admin"))
 TOKEN_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationToken"
 BROKERS = f"{CLUSTER}-broker.{NS}.svc"
-CLUSTER_YAML = f"""
-apiVersion: pulsar.pulsar-py.dev/v1alpha1
-kind: PulsarCluster
-metadata:
-  name: {CLUSTER}
-spec:
-  etcd: {{replicas: 1}}
-  bookkeeper: {{replicas: 2}}
-  broker:
-    replicas: 1
-    config: {{enablePackagesManagement: "true"}}
-  proxy: {{enabled: false}}
-  functionsWorker: {{enabled: true}}
-  tls: {{secretName: secure-tls}}
-  auth:
-    enabled: true
-    tokenSecretKey: {{name: token-key}}
-    superUserRoles: [operator]
-    operatorToken: {{name: operator-token}}
-"""
+CLUSTER_SPEC = operator_live.packages_cluster(
+    CLUSTER, functionsWorker={"enabled": True}, tls={"secretName": "secure-tls"},
+    auth={"enabled": True, "tokenSecretKey": {"name": "token-key"}, "superUserRoles": ["operator"],
+          "operatorToken": {"name": "operator-token"}})
 #: Publishes to the function's input and reads its output, authenticated with a token.
 THROUGH_FUNCTION = """
 import sys, pulsar
@@ -89,7 +65,7 @@ def secret(name: str, data: dict[str, bytes]) -> str:
                        "type": "Opaque", "data": encoded})
 
 
-class Secured(live_env.LiveCluster):
+class Secured(operator_live.Live):
     key: bytes = b""
 
     def token(self, role: str) -> str:
@@ -109,11 +85,8 @@ class Secured(live_env.LiveCluster):
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def live(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> AsyncIterator[Secured]:
-    failed_before = request.session.testsfailed
     state = tmp_path_factory.mktemp("live-secured-functions")
-    async with live_env.running(state, NS, lambda: request.session.testsfailed > failed_before,
-                                6000) as running:
-        found = Secured(running.kubeconfig, running.api, running.cluster, running.operator, NS)
+    async with operator_live.started(Secured, state, request) as found:
         # A raw HMAC key, as `pulsar tokens create-secret-key` makes it: random bytes, not
         # UTF-8, which the mounted Secret file must hold unchanged for brokers and workers.
         found.key = secrets.token_bytes(32)
@@ -131,16 +104,13 @@ async def live(tmp_path_factory: pytest.TempPathFactory, request: pytest.Fixture
         yield found
 
 
-def ready_with_worker(obj: dict[str, object]) -> bool:
-    status = obj.get("status") or {}
-    assert isinstance(status, dict)
-    ready = next((c for c in status.get("conditions") or [] if c["type"] == "Ready"), {})
-    worker = (status.get("components") or {}).get("functionsWorker") or {}
-    return ready.get("status") == "True" and worker.get("readyReplicas") == 1
+def ready_with_worker(obj: dict[str, Any]) -> bool:
+    worker = ((obj.get("status") or {}).get("components") or {}).get("functionsWorker") or {}
+    return is_ready(obj) and worker.get("readyReplicas") == 1
 
 
 async def test_a_secured_cluster_with_a_functions_worker_becomes_ready(live: Secured) -> None:
-    await live.kubectl("apply", "--validate=false", "-f", "-", stdin=CLUSTER_YAML)
+    await live.kubectl("apply", "--validate=false", "-f", "-", stdin=CLUSTER_SPEC)
     cluster = await live.wait(CLUSTERS, CLUSTER, ready_with_worker,
                               "secured PulsarCluster Ready with its functions worker", READY_TIMEOUT_S)
     assert cluster["status"]["metadataInitialized"] is True  # the operator's token and CA worked
@@ -171,7 +141,6 @@ async def test_functions_created_with_a_token_run_and_reach_brokers_over_tls(liv
     assert status == 0, output
 
 
-MESH_FUNCTIONS = api.Resource("compute.functionmesh.io/v1alpha1", "functions", "Function")
 FUNCTION_RESOURCE = f"""
 apiVersion: v1
 kind: ConfigMap
@@ -211,11 +180,8 @@ async def test_a_function_resource_connects_with_its_mounted_token_and_ca(live: 
         "clientAuthenticationParameters": f"token:{runner_token}".encode()}))
     await live.kubectl("apply", "--validate=false", "-f", "-", stdin=FUNCTION_RESOURCE)
 
-    def ready(obj: dict[str, object]) -> bool:
-        status = obj.get("status") or {}
-        assert isinstance(status, dict)
-        condition = next((c for c in status.get("conditions") or [] if c["type"] == "Ready"), {})
-        return condition.get("status") == "True" and status.get("readyReplicas") == 1
+    def ready(obj: dict[str, Any]) -> bool:
+        return is_ready(obj) and (obj.get("status") or {}).get("readyReplicas") == 1
 
     function = await live.wait(MESH_FUNCTIONS, "secured-exclamation", ready, "the Function's instance ready")
     assert "ignoredFields" not in function["status"]

@@ -36,22 +36,14 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from pulsar_operator import emulation
-from pulsar_operator.kubelet_emulation import api, harness
-from pulsar_operator.kubelet_emulation import live as live_env
+from pulsar_operator.kubelet_emulation import api
 
-pytestmark = [
-    pytest.mark.asyncio(loop_scope="module"),
-    pytest.mark.slow,
-    pytest.mark.skipif(not shutil.which(emulation.KUBECTL), reason="kubectl is not installed"),
-    pytest.mark.skipif(not shutil.which("etcd"), reason="etcd is not installed"),
-    pytest.mark.skipif(harness.unavailable_reason() is not None, reason=str(harness.unavailable_reason())),
-]
-NS = "default"
+from e2e import operator_live
+from e2e.operator_live import CLUSTERS, GROUP, NS, READY_TIMEOUT_S, condition, is_ready
+
+pytestmark = operator_live.MARKS
 CLUSTER = "loops"
-GROUP = "pulsar.pulsar-py.dev/v1alpha1"
-CLUSTERS = api.Resource(GROUP, "pulsarclusters", "PulsarCluster")
 EVENTS = api.Resource("v1", "events", "Event")
-READY_TIMEOUT_S = 150.0
 LOOP_TIMEOUT_S = 90.0
 #: Detection (lostBookieRecoveryDelay, the auditor), copies, then the loop's forget: slower on a busy machine.
 RECOVERY_TIMEOUT_S = 150.0
@@ -126,11 +118,7 @@ def bookie_id(i: int) -> str:
     return BOOKIE_ID.format(cluster=CLUSTER, i=i, ns=NS)
 
 
-def condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
-    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == kind), {})
-
-
-class Live(live_env.LiveCluster):
+class Live(operator_live.Live):
     async def pulsar(self) -> dict[str, Any]:
         obj = await self.api.get(CLUSTERS, NS, CLUSTER)
         assert obj is not None
@@ -143,16 +131,14 @@ class Live(live_env.LiveCluster):
         return int(status or 0), body
 
     async def read_all(self) -> list[str]:
-        url = (await self.pulsar())["status"]["brokerServiceURL"]
-        result = await self.cluster.run([sys.executable, "-c", READER, url, TOPIC], timeout_s=120)
+        result = await self.client_script(CLUSTER, READER, TOPIC, timeout_s=120)
         line = next((x for x in result.stdout.splitlines() if x.startswith("READ ")), None)
         assert line is not None, result.stdout[-2000:] + result.stderr[-3000:]
         got: list[str] = json.loads(line[5:])
         return got
 
     async def round_trip(self, topic: str) -> None:
-        url = (await self.pulsar())["status"]["brokerServiceURL"]
-        result = await self.cluster.run([sys.executable, "-c", ROUND_TRIP, url, topic], timeout_s=150)
+        result = await self.client_script(CLUSTER, ROUND_TRIP, topic)
         assert "ROUND-TRIP ok" in result.stdout, result.stdout[-2000:] + result.stderr[-3000:]
 
     async def restart_operator(self) -> None:
@@ -209,10 +195,8 @@ async def producing(live: Live, state: pathlib.Path) -> AsyncIterator[list[str]]
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def live(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> AsyncIterator[Live]:
-    failed_before = request.session.testsfailed
-    state = tmp_path_factory.mktemp("live-loops")
-    async with live_env.running(state, NS, lambda: request.session.testsfailed > failed_before) as running:
-        yield Live(running.kubeconfig, running.api, running.cluster, running.operator, NS)
+    async with operator_live.started(Live, tmp_path_factory.mktemp("live-loops"), request) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
@@ -223,17 +207,15 @@ def state_dir(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
 async def test_the_cluster_with_four_bookies_becomes_ready(live: Live) -> None:
     await live.kubectl("apply", "--validate=false", "-f", str(emulation.CRD_DIR))
     await live.kubectl("apply", "--validate=false", "-f", "-", stdin=json.dumps(SPEC))
-    await live.wait(CLUSTERS, CLUSTER, lambda o: condition(o, "Ready").get("status") == "True",
-                    "PulsarCluster Ready", READY_TIMEOUT_S)
+    await live.wait(CLUSTERS, CLUSTER, is_ready, "PulsarCluster Ready", READY_TIMEOUT_S)
     await live.wait(CLUSTERS, CLUSTER, lambda o: condition(o, "AutoRecovery").get("reason") == "Idle",
                     "the autorecovery loop watching", 60)
 
 
 async def test_a_bookie_lost_with_its_volume_is_recovered_and_replaced(live: Live) -> None:
-    url = (await live.pulsar())["status"]["brokerServiceURL"]
     fill = ("import sys, pulsar\nc = pulsar.Client(sys.argv[1])\np = c.create_producer(sys.argv[2])\n"
             "[p.send(bytes(1000)) for _ in range(2000)]\nc.close()\n")
-    result = await live.cluster.run([sys.executable, "-c", fill, url, TOPIC], timeout_s=120)
+    result = await live.client_script(CLUSTER, fill, TOPIC, timeout_s=120)
     assert result.returncode == 0, result.stderr[-2000:]
     before = (await live.pulsar())["status"].get("autoRecovery", {})
     started = time.monotonic()
@@ -255,7 +237,7 @@ async def test_a_bookie_lost_with_its_volume_is_recovered_and_replaced(live: Liv
 
     cluster = await live.wait(CLUSTERS, CLUSTER, replaced, "bookie-2 recovered and replaced", RECOVERY_TIMEOUT_S)
     recovered_s = time.monotonic() - started
-    await live.wait(api.PODS, f"{CLUSTER}-bookie-2", lambda p: condition(p, "Ready").get("status") == "True",
+    await live.wait(api.PODS, f"{CLUSTER}-bookie-2", is_ready,
                     "bookie-2 running as a new bookie", LOOP_TIMEOUT_S)
     elapsed = time.monotonic() - started
     assert (await live.bookie_http("/api/v1/autorecovery/list_under_replicated_ledger"))[0] == 404
