@@ -56,8 +56,16 @@ class Background:
         self.procs: list[subprocess.Popen[str]] = []
 
     def start(self, module: str, *args: str) -> subprocess.Popen[str]:
-        proc = subprocess.Popen([sys.executable, "-m", module, *args], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        # A run started in the background (nohup, `&` in a script) ignores SIGINT, and an
+        # ignored signal stays ignored across exec: Python would then never raise
+        # KeyboardInterrupt in the tool. A handler (unlike SIG_IGN) is reset to the default
+        # at exec, so the tool starts with SIGINT as a terminal would give it.
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            proc = subprocess.Popen([sys.executable, "-m", module, *args],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        finally:
+            signal.signal(signal.SIGINT, previous)
         self.procs.append(proc)
         return proc
 
