@@ -8,6 +8,13 @@ is an argparse error naming the choices, never a traceback.
 `--log-format json` (or `PULSAR_LOG_FORMAT=json`) writes one JSON object per
 line (time, level, logger, message, and the exception when there is one),
 for log pipelines that parse lines; the default is plain text.
+
+Either way a message is one line: names that come from clients (topics,
+subscriptions, producer names) may hold control characters, and a newline or
+an escape sequence in them must not forge a log line or rewrite a terminal.
+Both formats write such characters as `\\xNN`/`\\uNNNN` escapes (line
+breaks, C0 and C1 controls, DEL, and the Unicode line separators and bidi
+overrides). An exception's traceback, which the code writes, keeps its lines.
 """
 
 from __future__ import annotations
@@ -71,6 +78,32 @@ def add_arguments(parser: argparse.ArgumentParser, *, default_level: str = "info
         metavar="FORMAT", help=f"text or json (default: ${FORMAT_ENV}, else text)")
 
 
+def _escapes() -> dict[int, str]:
+    codes = [*range(0x20), 0x7F, *range(0x80, 0xA0), 0x2028, 0x2029,
+             *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+    return {code: (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}") for code in codes}
+
+
+#: Characters a log line must not carry as they are, to their escapes.
+ESCAPES: Mapping[int, str] = _escapes()
+
+
+def one_line(text: str) -> str:
+    """text with control characters, line breaks and bidi overrides escaped."""
+    return text.translate(ESCAPES)
+
+
+class TextFormatter(logging.Formatter):
+    """TEXT_FORMAT, with the message kept to one line (`one_line`)."""
+
+    def __init__(self) -> None:
+        super().__init__(TEXT_FORMAT)
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = one_line(record.message)
+        return super().formatMessage(record)
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per record: ts (UTC, ISO 8601), level, logger, message[, exception]."""
 
@@ -80,7 +113,7 @@ class JsonFormatter(logging.Formatter):
             .isoformat(timespec="milliseconds"),
             "level": record.levelname,
             "logger": record.name,
-            "message": record.getMessage(),
+            "message": one_line(record.getMessage()),
         }
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
@@ -90,8 +123,7 @@ class JsonFormatter(logging.Formatter):
 def configure(level: str, log_format: str = "text") -> None:
     """Set up the root logger once, with the repeated-line limits every service uses."""
     handler = logging.StreamHandler()
-    handler.setFormatter(JsonFormatter() if log_format == "json"
-                         else logging.Formatter(TEXT_FORMAT))
+    handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
     # Without force: a process that configured logging already (a test runner) keeps its
     # handlers, as it did when each service called basicConfig itself.
     logging.basicConfig(level=LEVELS[level], handlers=[handler])

@@ -68,3 +68,25 @@ def test_every_service_refuses_a_bogus_level_without_a_traceback(command):
     assert result.returncode == 2
     assert "unknown log level 'bogus'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("formatter", [log_config.TextFormatter(), log_config.JsonFormatter()])
+def test_a_name_from_a_client_cannot_forge_a_log_line(formatter):
+    hostile = "persistent://public/default/t\n2026-01-01 ERROR forged\x1b[2J\u202eevil\u2028x"
+    record = logging.LogRecord("pulsar_broker", logging.WARNING, __file__, 1,
+                               "loaded topic %s", (hostile,), None)
+    line = formatter.format(record)
+    assert "\n" not in line and "\x1b" not in line
+    assert "\u202e" not in line and "\u2028" not in line
+    assert "\\x0a2026-01-01 ERROR forged\\x1b[2J\\u202eevil\\u2028x" in (
+        line if isinstance(formatter, log_config.TextFormatter) else json.loads(line)["message"])
+
+
+def test_a_traceback_keeps_its_lines():
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        record = logging.LogRecord("x", logging.ERROR, __file__, 1, "failed", (),
+                                   sys.exc_info())
+    text = log_config.TextFormatter().format(record)
+    assert text.count("\n") >= 2 and "ValueError: boom" in text
