@@ -30,8 +30,8 @@ import socket
 import ssl
 from typing import Any
 
+from pulsar_common import backoff, tls
 from pulsar_common import errors as common_errors
-from pulsar_common import tls
 from pulsar_common.metadata import api as metadata_api
 from pulsar_common.metadata import factory as metadata_factory
 from pulsar_common.metadata import tasks as metadata_tasks
@@ -46,6 +46,9 @@ from pulsar_bookie.service import disk_monitor, http, ledger_gc, metrics, regist
 from pulsar_bookie.storage import engine as storage_engine
 
 log = logging.getLogger(__name__)
+
+#: Waits between attempts to reach the metadata store while a bookie starts.
+METADATA_START_RETRY = backoff.BackoffPolicy(first_s=0.1, max_s=2.0)
 
 #: How long a stopping bookie lets in-flight requests finish.
 SHUTDOWN_GRACE_S = 10.0
@@ -150,12 +153,7 @@ class BookieService(http.BookieAdmin):
         conf = self.conf
         expected: str | None = None
         if conf.metadataServiceUri:
-            self.store = await metadata_factory.create_store(
-                conf.metadataServiceUri, session_timeout_s=conf.zkTimeout / 1000.0
-            )
-            expected = await registration.expected_instance_id(
-                self.store, self.bookie_id, list(conf.journal_dirs) + list(conf.ledgerDirectories)
-            )
+            expected = await self._metadata_at_start(conf)
             self.engine = storage_engine.LedgerStorageEngine(conf, expected_instance_id=expected)
             self.server.storage = self.engine
         self.engine.on_journal_failure(self._on_journal_failure)
@@ -191,6 +189,29 @@ class BookieService(http.BookieAdmin):
         self._ready = True
         log.info("bookie %s serving on port %d (read-only: %s)", self.bookie_id,
                  self.server.port, self.read_only)
+
+    async def _metadata_at_start(self, conf: bookie_config.BookieConfig) -> str | None:
+        """Open the metadata store and read the instance id this bookie's cookie must name.
+        A store that does not answer yet (etcd starting, or slow under load) is retried for
+        zkTimeout, as BookKeeper's bookie waits for its ZooKeeper session, instead of
+        failing the start at the first unanswered read."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + conf.zkTimeout / 1000.0
+        delays = METADATA_START_RETRY.start()
+        while True:
+            try:
+                if self.store is None:
+                    self.store = await metadata_factory.create_store(
+                        conf.metadataServiceUri, session_timeout_s=conf.zkTimeout / 1000.0)
+                return await registration.expected_instance_id(
+                    self.store, self.bookie_id,
+                    list(conf.journal_dirs) + list(conf.ledgerDirectories))
+            except Exception as exc:
+                if not common_errors.is_retriable(exc) or loop.time() >= deadline:
+                    raise
+                log.warning("bookie %s: metadata store not answering at start (%s); retrying",
+                            self.bookie_id, exc)
+                await asyncio.sleep(delays.next_delay())
 
     async def stop(self) -> None:
         """Clean shutdown; safe to call more than once and after a failed start."""

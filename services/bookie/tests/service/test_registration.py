@@ -207,3 +207,21 @@ async def test_registration_returns_after_the_metadata_session_is_lost(
                 store) == [before]
 
         await eventually(back)
+
+
+def test_a_bookie_started_before_its_metadata_store_waits_for_it(tmp_path):
+    """As BookKeeper's bookie waits for its ZooKeeper session: a bookie whose etcd does not
+    answer yet retries (within zkTimeout) instead of exiting, and registers once it does."""
+    etcd = EtcdServer(tmp_path / "etcd", common_testing.free_port(), common_testing.free_port())
+    starting = testing.BookieProcess(tmp_path / "bookie", metadata_url=etcd.url, sync=False,
+                                     overrides={"zkTimeout": "60000"})
+    starting.launch()
+    try:
+        common_testing.wait_until(
+            lambda: "metadata store not answering at start" in starting.log_tail(),
+            30, "the bookie's first retry", starting.process)
+        etcd.start()
+        starting.wait_ready()
+    finally:
+        starting.stop()
+        etcd.stop()
