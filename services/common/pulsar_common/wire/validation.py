@@ -90,13 +90,39 @@ def _walk_batch(payload: memoryview, count: int) -> None:
         metadata_end = start + metadata_size
         if metadata_end > size:
             raise errors.BatchFormatError(f"metadata of message {index} runs past the batch")
-        if metadata_size == 2 and payload[start] == _PAYLOAD_SIZE_TAG and payload[start + 1] < 0x80:
-            payload_size = payload[start + 1]  # the common record: payload_size alone, < 128
+        if payload[start] == _PAYLOAD_SIZE_TAG and payload[start + 1] < 0x80 and (
+                metadata_size == 2 or _only_sequence_id_follows(payload, start + 2, metadata_end)):
+            # The common records: payload_size (< 128) alone, or followed by the
+            # sequence_id the official clients copy into every record of a batch.
+            payload_size = payload[start + 1]
         else:
             payload_size = _payload_size(payload, start, metadata_end, index)
         position = metadata_end + payload_size
         if position > size:
             raise errors.BatchFormatError(f"payload of message {index} runs past the batch")
+
+
+#: SingleMessageMetadata.sequence_id is field 8, a varint: its tag byte.
+_SEQUENCE_ID_TAG = 0x40
+
+#: The most bytes a varint of a 64-bit value takes.
+_VARINT_BYTES_MAX = 10
+
+
+def _only_sequence_id_follows(data: memoryview, position: int, end: int) -> bool:
+    """Whether data[position:end] is exactly one sequence_id field (tag, then one varint),
+    so the payload_size before it is the record's only one."""
+    if end - position < 2 or end - position > 1 + _VARINT_BYTES_MAX:
+        return False
+    if data[position] != _SEQUENCE_ID_TAG or data[end - 1] >= 0x80:
+        return False
+    position += 1
+    last = end - 1
+    while position < last:
+        if data[position] < 0x80:
+            return False
+        position += 1
+    return True
 
 
 def _payload_size(data: memoryview, position: int, end: int, index: int) -> int:

@@ -13,8 +13,10 @@ from pulsar_common.wire import pulsar_api_pb2 as pb
 
 
 def _record(payload: bytes, key: str | None = None, props: dict[str, str] | None = None,
-            event_time: int | None = None) -> bytes:
+            event_time: int | None = None, sequence_id: int | None = None) -> bytes:
     single = pb.SingleMessageMetadata(payload_size=len(payload))
+    if sequence_id is not None:
+        single.sequence_id = sequence_id
     if key is not None:
         single.partition_key = key
     for k, v in (props or {}).items():
@@ -34,6 +36,7 @@ def _entry(records: list[bytes], count: int | None = None) -> bytes:
 records_strategy = st.lists(st.builds(
     _record, st.binary(max_size=300), st.none() | st.text(max_size=20),
     st.none() | st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=3),
+    st.none() | st.integers(min_value=0, max_value=2**63 - 1),
     st.none() | st.integers(min_value=0, max_value=2**63 - 1)), min_size=1, max_size=20)
 
 
@@ -61,6 +64,9 @@ def test_a_batch_cut_short_or_overcounted_fails(records: list[bytes], data: st.D
     struct.pack(">I", 1) + b"\x08",                         # no payload_size at all
     struct.pack(">I", 6) + b"\x18\xff\xff\xff\xff\x0f",     # payload_size beyond an int32
     struct.pack(">I", 2) + b"\x18\x7f",                     # payload of 127 bytes: not there
+    # a sequence_id, then a second payload_size that wins (127 bytes: not there)
+    struct.pack(">I", 6) + b"\x18\x01\x40\x05\x18\x7f" + b"x",
+    struct.pack(">I", 4) + b"\x18\x01\x40\x85" + b"x",    # sequence_id varint cut short
 ])
 def test_records_that_would_take_a_reader_outside_the_batch_fail(record: bytes) -> None:
     with pytest.raises(errors.BatchFormatError):
