@@ -39,7 +39,9 @@ from pulsar_broker.web import (
     schemas,
     subscriptions,
     tenants,
+    topic_messages,
     topic_policies,
+    topic_properties,
     topics,
 )
 
@@ -88,7 +90,7 @@ def create_app(service: BrokerService) -> web.Application:
     app[rest.SERVICE] = service
     for module in (clusters, tenants, namespaces, bundles, topics, subscriptions, lookup,
                    dynamic_config, brokers, schemas, permissions, bookies, topic_policies,
-                   resource_quotas, isolation_policies):
+                   resource_quotas, isolation_policies, topic_messages, topic_properties):
         app.router.add_routes(module.routes)
     rates.install(app, service)
     dynamic_config.install(app, service)

@@ -1,4 +1,6 @@
-"""Peeking at a subscription's backlog: the nth unacknowledged entry as an HTTP response.
+"""Reading single entries for the admin API: a peek at a subscription's backlog (the nth
+unacknowledged entry), an examined position counted from either end of the topic,
+and the position a publish time falls on; each entry is answered as an HTTP response.
 
 Like Apache, the body is the entry's payload, decompressed; for a batch it is
 the whole batch payload (`size | SingleMessageMetadata | bytes` records) and
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import datetime
 import json
+from collections.abc import Sequence
 
 from aiohttp import web
 from pulsar_common.wire import compression
@@ -42,6 +45,45 @@ async def nth_unacknowledged(ledger: ml.ManagedLedger, cursor: ml.ManagedCursor,
                     return entry
     finally:
         await reader.close()
+
+
+def nth_stored_position(ledgers: Sequence[ml.LedgerInfo], nth: int) -> ml.Position | None:
+    """The nth (1-based) stored entry counted from the oldest, or None past either end.
+    A ledger holds entries 0 .. entries-1; trimming deletes whole ledgers only."""
+    if nth < 1:
+        return None
+    for info in ledgers:
+        if nth <= info.entries:
+            return ml.Position(info.ledger_id, nth - 1)
+        nth -= info.entries
+    return None
+
+
+def position_after(ledgers: Sequence[ml.LedgerInfo], position: ml.Position) -> ml.Position:
+    """The stored position that follows position; just past it when it is the newest."""
+    following = False
+    for info in ledgers:
+        if info.ledger_id == position.ledger_id:
+            if position.entry_id + 1 < info.entries:
+                return ml.Position(info.ledger_id, position.entry_id + 1)
+            following = True
+        elif following and info.entries > 0:
+            return ml.Position(info.ledger_id, 0)
+    return ml.Position(position.ledger_id, position.entry_id + 1)
+
+
+async def examine(ledger: ml.ManagedLedger, from_earliest: bool, message_position: int) -> ml.Entry:
+    """The entry message_position entries from the oldest (from_earliest) or the newest (1
+    is the newest), as Apache's examinemessage counts them."""
+    total = ledger.number_of_entries
+    if total <= 0:
+        raise errors.PreconditionFailedError(
+            "Could not examine messages due to the total message is zero")
+    nth = message_position if from_earliest else total - message_position + 1
+    position = nth_stored_position(ledger.ledgers, nth)
+    if position is None:
+        raise errors.NotFoundError("Message not found")
+    return await ledger.read_entry(position)
 
 
 def format_time_ms(ms: int) -> str:

@@ -8,7 +8,15 @@ from aiohttp import web
 from pulsar_common.wire import entry_info
 
 from pulsar_broker import errors
-from pulsar_broker.web import rates, remote_partitions, rest, stats, topic_access
+from pulsar_broker.managed_ledger import api as ml
+from pulsar_broker.web import (
+    rates,
+    remote_partitions,
+    rest,
+    stats,
+    topic_access,
+    topic_properties,
+)
 
 routes = web.RouteTableDef()
 
@@ -69,6 +77,7 @@ async def delete_topic(request: web.Request) -> web.Response:
     service = rest.service(request)
     await topic_access.existing(service, name)
     await service.delete_topic(name, force=rest.query_flag(request, "force"))
+    await topic_properties.delete_record(service, name)
     if name.partition_index < 0:
         # As Apache does, the topic's schema goes with it (a partition's belongs to its
         # partitioned topic and goes when that is deleted).
@@ -123,6 +132,25 @@ async def get_partitioned_metadata(request: web.Request) -> web.Response:
     return rest.ok_json({"partitions": partitions})
 
 
+@routes.post(TOPIC + "/createMissedPartitions")
+async def create_missed_partitions(request: web.Request) -> web.Response:
+    """Create the partitions of a partitioned topic that do not exist yet (each on the
+    broker serving it). Sent for one partition, as this broker does to the others,
+    it creates that partition."""
+    name = rest.topic_name(request)
+    service = rest.service(request)
+    topic_access.check_persistent(name)
+    count = await service.resources.get_partitions(name.partitioned_topic_name)
+    if count == 0 or name.partition_index >= count:
+        raise errors.NotFoundError(f"Topic {name} does not exist")
+    if name.partition_index >= 0:
+        await topic_access.create(service, name)
+        return rest.no_content()
+    parts = await topic_access.fan_out(service, name, create_partitions=True)
+    await remote_partitions.call_each(request, parts.remote, accept=())
+    return rest.no_content()
+
+
 @routes.delete(TOPIC + "/partitions")
 async def delete_partitioned_topic(request: web.Request) -> web.Response:
     name = rest.topic_name(request)
@@ -137,7 +165,9 @@ async def delete_partitioned_topic(request: web.Request) -> web.Response:
             await service.non_persistent.remove(partition, force)
         elif await service.topic_exists(partition):
             await service.delete_topic(partition, force=force)
+        await topic_properties.delete_record(service, partition)
     await service.resources.delete_partitioned_topic(name)
+    await topic_properties.delete_record(service, name)
     await service.schemas.delete(name, force=True)
     return rest.no_content()
 
@@ -243,9 +273,33 @@ async def terminate_topic(request: web.Request) -> web.Response:
     service = rest.service(request)
     await topic_access.refuse_partitioned(service, name, "Termination")
     topic = await topic_access.existing(service, name)
-    last = await topic.ledger.terminate()
-    return rest.ok_json({"ledgerId": last.ledger_id, "entryId": last.entry_id,
-                         "partitionIndex": name.partition_index})
+    return rest.ok_json(_terminated_at(await topic.ledger.terminate(), name.partition_index))
+
+
+def _terminated_at(last: ml.Position, partition_index: int) -> dict[str, int]:
+    return {"ledgerId": last.ledger_id, "entryId": last.entry_id, "partitionIndex": partition_index}
+
+
+@routes.post(TOPIC + "/terminate/partitions")
+async def terminate_partitioned_topic(request: web.Request) -> web.Response:
+    """Terminate every partition (creating those never used, as Apache does); answers
+    {partition index: last message id}."""
+    name = rest.topic_name(request)
+    service = rest.service(request)
+    topic_access.check_persistent(name)
+    if await topic_access.partitions_of(service, name) == 0:
+        raise errors.NotAllowedError(
+            "Termination of a non-partitioned topic is not allowed using partitioned-terminate, "
+            "please use terminate commands.")
+    parts = await topic_access.fan_out(service, name, create_partitions=True)
+    ends: dict[int, Any] = {}
+    for topic in parts.local:
+        ends[topic.name.partition_index] = _terminated_at(await topic.ledger.terminate(),
+                                                          topic.name.partition_index)
+    for partition, _, remote in await remote_partitions.call_each(
+            request, parts.remote, "POST", "/terminate", accept=()):
+        ends[partition.partition_index] = remote
+    return rest.ok_json({str(index): ends[index] for index in sorted(ends)})
 
 
 @routes.get(TOPIC + "/compaction")

@@ -1,0 +1,142 @@
+"""`pulsar-admin topics examine-messages`, `get-message-id`, `partitioned-terminate`,
+`create-missed-partitions` and the topic properties commands.
+
+examine-messages prints one message the way Apache's command does: its id
+(`Batch Message ID: l:e:0` for the first message of a batch), publish and
+event times in milliseconds, its properties when it has any, and a hex dump.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+from typing import Any
+
+from pulsar_client_tools.admin import client, output, units
+from pulsar_client_tools.admin.common import Group, topic_name, topic_path
+
+
+def _time_ms(header: str | None) -> int:
+    """An `X-Pulsar-*-time` header (ISO 8601, UTC) in epoch milliseconds; 0 when absent."""
+    if not header:
+        return 0
+    moment = datetime.datetime.fromisoformat(header)
+    return round(moment.timestamp() * 1000)
+
+
+def _header_properties(headers: dict[str, str]) -> dict[str, str]:
+    """The message's properties: the X-Pulsar-PROPERTY JSON header keeps the keys' case,
+    which the per-key headers lose to HTTP's case-insensitive names."""
+    if "x-pulsar-property" in headers:
+        return {str(k): str(v) for k, v in json.loads(headers["x-pulsar-property"]).items()}
+    prefix = "x-pulsar-property-"
+    return {k[len(prefix):]: v for k, v in headers.items() if k.startswith(prefix)}
+
+
+def _examine(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    query = {"initialPosition": args.initial_position,
+             "messagePosition": str(args.message_position)}
+    reply = admin.request("GET", f"{topic_path(args.topic)}/examinemessage", query=query)
+    headers = {k.lower(): v for k, v in reply.headers.items()}
+    message_id = headers.get("x-pulsar-message-id", "")
+    in_batch = headers.get("x-pulsar-num-batch-message")
+    properties: dict[str, str]
+    if in_batch is None:
+        print(f"Message ID: {message_id}")
+        payload = reply.body
+        properties = _header_properties(headers)
+        event_time_ms = _time_ms(headers.get("x-pulsar-event-time"))
+    else:
+        from pulsar_common.wire import batch  # Only reading batches needs protobuf.
+
+        first = batch.unpack_batch(reply.body, int(in_batch))[0]
+        print(f"Batch Message ID: {message_id}:{first.batch_index}")
+        payload = first.payload
+        properties = {kv.key: kv.value for kv in first.metadata.properties}
+        event_time_ms = first.metadata.event_time
+    print(f"Publish time: {_time_ms(headers.get('x-pulsar-publish-time'))}")
+    print(f"Event time: {event_time_ms}")
+    if headers.get("x-pulsar-deliver-at-time"):
+        print(f"Deliver at time: {_time_ms(headers['x-pulsar-deliver-at-time'])}")
+    if properties:
+        print("Properties:")
+        output.print_json(properties)
+    print(output.hex_dump(payload))
+
+
+def datetime_ms(text: str) -> int:
+    """ISO_OFFSET_DATE_TIME (2021-06-28T16:53:08Z, 2021-06-28T16:53:08.123+08:00) in epoch
+    milliseconds; the offset is required, as in Apache."""
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise units.UnitError(f"invalid datetime {text!r}: use e.g. 2021-06-28T16:53:08Z") \
+            from exc
+    if moment.tzinfo is None:
+        raise units.UnitError(f"invalid datetime {text!r}: an offset (Z, +08:00) is required")
+    return round(moment.timestamp() * 1000)
+
+
+def _message_id(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    output.print_json(admin.get(f"{topic_path(args.topic)}/messageid/{datetime_ms(args.datetime)}"))
+
+
+def _partitioned_terminate(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    ends = admin.post(topic_path(args.topic) + "/terminate/partitions") or {}
+    name = topic_name(args.topic)
+    for index in sorted(ends, key=int):
+        last = ends[index]
+        print(f"Topic {name}-partition-{index} successfully terminated at "
+              f"{last['ledgerId']}:{last['entryId']}:{last.get('partitionIndex', -1)}")
+
+
+def _create_missed_partitions(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.post(topic_path(args.topic) + "/createMissedPartitions")
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected key=value, not {text!r}")
+    return key, value
+
+
+def _get_properties(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    output.print_json(admin.get(topic_path(args.topic) + "/properties"))
+
+
+def _update_properties(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.put(topic_path(args.topic) + "/properties", dict(args.property or []))
+
+
+def _remove_properties(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.delete(topic_path(args.topic) + "/properties",
+                 None if args.key is None else {"key": args.key})
+
+
+def register(group: Group, topic_command: Any) -> None:
+    """Add these commands to `pulsar-admin topics`; topic_command(group, name, help, run)
+    makes a command taking the topic name."""
+    examine = topic_command(group, "examine-messages",
+                            "Examine a specific message on a topic by position relative to the "
+                            "earliest or the latest message", _examine)
+    examine.add_argument("-i", "--initialPosition", dest="initial_position", default="latest",
+                         help="latest or earliest (default latest)")
+    examine.add_argument("-m", "--messagePosition", dest="message_position", type=int, default=1,
+                         help="the position of the message (default 1)")
+    topic_command(group, "get-message-id", "Get the id of the first message published at or "
+                  "after a time", _message_id).add_argument(
+        "-d", "--datetime", required=True,
+        help="ISO_OFFSET_DATE_TIME, e.g. 2021-06-28T16:53:08Z or 2021-06-28T16:53:08.123+08:00")
+    topic_command(group, "partitioned-terminate", "Terminate every partition of a partitioned "
+                  "topic (no more messages)", _partitioned_terminate)
+    topic_command(group, "create-missed-partitions", "Create the partitions of a partitioned "
+                  "topic that do not exist yet", _create_missed_partitions)
+    topic_command(group, "get-properties", "Get the properties of a topic", _get_properties)
+    topic_command(group, "update-properties", "Add or change properties of a topic",
+                  _update_properties).add_argument(
+        "-p", "--property", action="append", type=_key_value, metavar="key=value",
+        help="a property (repeat: -p a=b -p c=d)")
+    topic_command(group, "remove-properties", "Remove a key from the properties of a topic",
+                  _remove_properties).add_argument("-k", "--key", help="the key to remove")
