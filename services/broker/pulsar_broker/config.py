@@ -140,6 +140,21 @@ class BrokerConfig:
         "Most partitions a partitioned topic may have (0: no limit; Apache's default is 0, "
         "see docs/design-choices.md)")
     allow_auto_subscription_creation: bool = setting("allowAutoSubscriptionCreation", True)
+    max_topics_per_namespace: int = setting(
+        "maxTopicsPerNamespace", 0,
+        "Most persistent topics (a partition counts as one) a namespace may have, unless its "
+        "maxTopicsPerNamespace policy says otherwise (0: no limit); system topics do not count")
+    subscription_expiration_time_minutes: int = setting(
+        "subscriptionExpirationTimeMinutes", 0,
+        "A durable subscription with no consumer for this long is deleted, unless its "
+        "namespace's subscriptionExpirationTime says otherwise (0: never)")
+    subscription_expiry_check_interval_in_minutes: int = setting(
+        "subscriptionExpiryCheckIntervalInMinutes", 5,
+        "How often subscriptions are checked for expiration")
+    subscription_expiry_check_interval_seconds: float = setting(
+        "subscriptionExpiryCheckIntervalSeconds", 0.0,
+        "pulsar-py only: when > 0, the subscription expiry check runs this often (seconds) "
+        "instead of every subscriptionExpiryCheckIntervalInMinutes")
     broker_delete_inactive_topics_enabled: bool = setting(
         "brokerDeleteInactiveTopicsEnabled", False,
         "Delete topics without producers, consumers and (by the mode) subscriptions once "
@@ -544,6 +559,13 @@ def _validate(conf: BrokerConfig) -> None:
             "brokerDeleteInactiveTopicsMaxInactiveDurationSeconds must be positive")
     if conf.message_expiry_check_interval_in_minutes <= 0:
         raise errors.ConfigError("messageExpiryCheckIntervalInMinutes must be positive")
+    if conf.max_topics_per_namespace < 0 or conf.subscription_expiration_time_minutes < 0:
+        raise errors.ConfigError("maxTopicsPerNamespace and subscriptionExpirationTimeMinutes "
+                                 "must be 0 (no limit) or more")
+    if (conf.subscription_expiry_check_interval_in_minutes <= 0
+            or conf.subscription_expiry_check_interval_seconds < 0):
+        raise errors.ConfigError("subscriptionExpiryCheckIntervalInMinutes must be positive "
+                                 "(subscriptionExpiryCheckIntervalSeconds 0 or more)")
     advertised.internal(advertised.parse(conf.advertised_listeners), conf.internal_listener_name)
     _validate_load_balancer(conf)
     _validate_ports(conf)

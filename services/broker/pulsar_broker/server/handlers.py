@@ -167,6 +167,12 @@ class Handlers:
                 request.request_id, code,
                 "Cannot create producer on topic with backlog quota exceeded"))
             return
+        if (isinstance(topic, PersistentTopic) and topic.refuses_unencrypted()
+                and not request.encrypted):
+            # As Apache: encryptionRequired refuses a producer that will not encrypt.
+            self.cnx.write(replies.error(request.request_id, pb.MetadataError,
+                                          f"Encryption is required in {topic_name}"))
+            return
         try:
             schema_version = await topic_schemas.for_producer(
                 self.service, topic_name, schema_commands.announced_schema(request))
@@ -176,6 +182,7 @@ class Handlers:
         name = request.producer_name or self.service.generate_producer_name()
         version = None if schema_version is None else schema_records.encode_version(schema_version)
         producer, epoch = await self._admit_producer(request, topic, name, version)
+        producer.encrypted = request.encrypted
         if self.cnx.transport is None:
             # The connection went away while the producer waited for its turn.
             topic.remove_producer(producer)
@@ -235,7 +242,7 @@ class Handlers:
             return
         assert received.entry is not None
         try:
-            validation.check_entry(received.entry)
+            metadata = validation.check_entry(received.entry)
         except wire_errors.WireError as exc:
             # As Apache answers metadata it refuses (MetadataError); nothing is stored. The
             # official clients close the connection on this error, so no later SEND can
@@ -244,6 +251,14 @@ class Handlers:
                         handle.topic, exc)
             self.cnx.write(replies.send_error(request.producer_id, request.sequence_id,
                                               pb.MetadataError, f"Invalid message: {exc}"))
+            return
+        if (handle.topic.policies.encryption_required and not metadata.encryption_keys
+                and isinstance(handle.topic, PersistentTopic) and not handle.topic.system):
+            # As Apache: refused with MetadataError; the broker never reads the payload.
+            log.warning("refused an unencrypted SEND from %s to %s: encryption is required",
+                        self.cnx.remote_address, handle.topic)
+            self.cnx.write(replies.send_error(request.producer_id, request.sequence_id,
+                                              pb.MetadataError, "Messages must be encrypted"))
             return
         data = bytes(received.entry)
         num_messages = request.num_messages if request.HasField("num_messages") else 1

@@ -40,6 +40,25 @@ from pulsar_broker.topics.producer_access import AccessMode
 
 log = logging.getLogger(__name__)
 
+#: Namespaces whose topics are the broker's own (Apache's system service namespace; the
+#: heartbeat topics live there).
+SYSTEM_NAMESPACES = frozenset({"pulsar/system"})
+#: Local names of Apache's system topics (topic policies' events, transaction state).
+SYSTEM_TOPIC_NAMES = frozenset({"__change_events", "__transaction_buffer_snapshot",
+                                "__transaction_buffer_snapshot_segments",
+                                "__transaction_buffer_snapshot_indexes"})
+SYSTEM_TOPIC_SUFFIXES = ("__transaction_pending_ack",)
+
+
+def is_system_topic(name: naming.TopicName) -> bool:
+    """A topic of the broker's own, as Apache tells them: in a system namespace, or named
+    as one of its system topics. Such topics are outside maxTopicsPerNamespace and
+    encryptionRequired."""
+    if str(name.namespace_name) in SYSTEM_NAMESPACES:
+        return True
+    local = name.partitioned_topic_name.local_name
+    return local in SYSTEM_TOPIC_NAMES or local.endswith(SYSTEM_TOPIC_SUFFIXES)
+
 
 class Producer:
     def __init__(self, producer_id: int, name: str, remote_address: str,
@@ -54,6 +73,8 @@ class Producer:
         self.msg_in = 0
         self.bytes_in = 0
         self.connected_since = time.time()
+        #: Whether the client encrypts what it sends (CommandProducer.encrypted).
+        self.encrypted = False
 
 
 @dataclasses.dataclass(eq=False)
@@ -74,6 +95,8 @@ class PersistentTopic:
                  recorder: telemetry.TopicTelemetry = telemetry.NO_TELEMETRY,
                  broker_dispatch: dispatch_rate.RateSlot | None = None) -> None:
         self.name = name
+        #: One of the broker's own topics (outside encryptionRequired).
+        self.system = is_system_topic(name)
         self.ledger = ledger
         self.max_read_batch = max_read_batch
         self.max_read_bytes = max_read_bytes
@@ -152,6 +175,20 @@ class PersistentTopic:
             # Apache promotes a waiting producer only when an exclusive one leaves; one
             # that waits behind shared producers gets its turn when the last one leaves.
             self._promote_next()
+
+    def refuses_unencrypted(self) -> bool:
+        """encryptionRequired: producers must say they encrypt (system topics excepted)."""
+        return self.policies.encryption_required and not self.system
+
+    def disconnect_unencrypted_producers(self) -> None:
+        """Encryption just became required: producers that do not encrypt are closed (they
+        are refused when they come back), as Apache's broker does."""
+        for producer in list(self.producers.values()):
+            if not producer.encrypted and producer.disconnect is not None:
+                log.info("%s: producer %s does not encrypt, and encryption is now required",
+                         self.name, producer.name)
+                producer.disconnect()
+                self.remove_producer(producer)
 
     def _check_open(self) -> None:
         if self.closed:

@@ -108,6 +108,11 @@ class TopicPolicies:
     #: autoSubscriptionCreationOverride, else allowAutoSubscriptionCreation of the broker: may
     #: a consumer create a durable subscription by subscribing to it?
     auto_subscription_creation: bool = True
+    #: subscription_expiration_time_minutes, else subscriptionExpirationTimeMinutes of the
+    #: broker: a durable subscription without consumers this long is deleted (0: never).
+    subscription_expiration_minutes: int = 0
+    #: encryption_required: producers must encrypt, and every message must carry its keys.
+    encryption_required: bool = False
     #: inactiveTopicPolicies, else brokerDeleteInactiveTopics* of the broker.
     inactive: InactiveTopicPolicy = dataclasses.field(default_factory=InactiveTopicPolicy)
 
@@ -179,6 +184,11 @@ def resolve(policies: Mapping[str, Any] | None, conf: broker_config.BrokerConfig
         subscribe_rate=_subscribe_rate(policies.get("clusterSubscribeRate"), conf),
         auto_subscription_creation=_auto_subscription_creation(
             policies.get("autoSubscriptionCreationOverride"), conf),
+        subscription_expiration_minutes=int(
+            conf.subscription_expiration_time_minutes
+            if policies.get("subscription_expiration_time_minutes") is None
+            else policies["subscription_expiration_time_minutes"]),
+        encryption_required=bool(policies.get("encryption_required") or False),
         inactive=_inactive(policies.get("inactive_topic_policies"), conf),
     )
 

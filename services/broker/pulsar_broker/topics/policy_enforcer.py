@@ -87,8 +87,11 @@ class PolicyEnforcer:
         if topic.policies.limits.max_unacked_per_subscription != limit:
             for subscription in list(topic.subscriptions.values()):
                 subscription.update_max_unacked_messages(limit)
+        newly_encrypted = topic_policies.encryption_required and not topic.policies.encryption_required
         topic.policies = topic_policies
         topic.ledger.update_config(self.ledger_config(topic_policies))
+        if newly_encrypted and topic.refuses_unencrypted():
+            topic.disconnect_unencrypted_producers()
 
     async def namespace_changed(self, ns: naming.NamespaceName) -> None:
         """Give the namespace's loaded topics its current policies."""
