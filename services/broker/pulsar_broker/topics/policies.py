@@ -5,7 +5,9 @@ message_ttl_in_seconds, backlog_quota_map, persistence, ...); a field left
 unset (null) falls back to a broker setting. `resolve` turns that record and
 the broker's settings into one TopicPolicies value per namespace, and
 `ledger_config` derives the per-topic ManagedLedgerConfig (retention, E/WQ/AQ,
-mark-delete rate) from the broker's default one. Enforcement lives in
+mark-delete rate) from the broker's default one. A topic's own TopicPolicies
+record (Apache's field names) goes over its namespace's through
+`with_topic_overrides` before `resolve`. Enforcement lives in
 policy_enforcer.py.
 """
 
@@ -115,6 +117,8 @@ class TopicPolicies:
     encryption_required: bool = False
     #: inactiveTopicPolicies, else brokerDeleteInactiveTopics* of the broker.
     inactive: InactiveTopicPolicy = dataclasses.field(default_factory=InactiveTopicPolicy)
+    #: deduplicationEnabled, else brokerDeduplicationEnabled of the broker.
+    deduplication_enabled: bool = False
 
 
 #: Apache's TopicPolicies fields this broker applies -> the namespace Policies field they
@@ -135,6 +139,16 @@ TOPIC_LEVEL_FIELDS: Mapping[str, str] = {
     "subscribeRate": "clusterSubscribeRate",
     "autoSubscriptionCreationOverride": "autoSubscriptionCreationOverride",
     "inactiveTopicPolicies": "inactive_topic_policies",
+    "deduplicationEnabled": "deduplicationEnabled",
+    "persistence": "persistence",
+}
+
+#: The TopicPolicies fields that override a part of a namespace field each: one backlog quota
+#: type of the map, one field of the delayed delivery policies.
+TOPIC_BACKLOG_QUOTAS = "backLogQuotaMap"
+TOPIC_DELAYED_FIELDS: Mapping[str, str] = {
+    "delayedDeliveryEnabled": "active",
+    "delayedDeliveryTickTimeMillis": "tickTime",
 }
 
 
@@ -142,10 +156,21 @@ def with_topic_overrides(namespace_policies: Mapping[str, Any] | None,
                          topic_policies: Mapping[str, Any] | None) -> dict[str, Any]:
     """The namespace's record with the topic's own values (set, not null) in their place."""
     merged = dict(namespace_policies or {})
+    topic_policies = topic_policies or {}
     for topic_field, namespace_field in TOPIC_LEVEL_FIELDS.items():
-        value = (topic_policies or {}).get(topic_field)
+        value = topic_policies.get(topic_field)
         if value is not None:
             merged[namespace_field] = value
+    # As Apache, a topic's quota of one type leaves the namespace's quota of the other type.
+    quotas = topic_policies.get(TOPIC_BACKLOG_QUOTAS)
+    if quotas:
+        merged["backlog_quota_map"] = {**(merged.get("backlog_quota_map") or {}), **quotas}
+    delayed = {namespace_field: topic_policies[topic_field]
+               for topic_field, namespace_field in TOPIC_DELAYED_FIELDS.items()
+               if topic_policies.get(topic_field) is not None}
+    if delayed:
+        merged["delayed_delivery_policies"] = {
+            **(merged.get("delayed_delivery_policies") or {}), **delayed}
     return merged
 
 
@@ -190,6 +215,9 @@ def resolve(policies: Mapping[str, Any] | None, conf: broker_config.BrokerConfig
             else policies["subscription_expiration_time_minutes"]),
         encryption_required=bool(policies.get("encryption_required") or False),
         inactive=_inactive(policies.get("inactive_topic_policies"), conf),
+        deduplication_enabled=bool(conf.broker_deduplication_enabled
+                                   if policies.get("deduplicationEnabled") is None
+                                   else policies["deduplicationEnabled"]),
     )
 
 

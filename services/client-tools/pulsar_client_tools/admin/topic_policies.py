@@ -2,7 +2,8 @@
 
 Each command is one call to the topic's REST path of the same policy (see
 pulsar_broker.web.topic_policies); `get-*` prints nothing when the topic has
-no value of its own.
+no value of its own, and with `-ap`/`--applied` prints the value in force
+(the topic's, else the namespace's, else the broker's default).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ Run = Callable[[client.AdminClient, argparse.Namespace], None]
 
 def _get(path: str) -> Run:
     def run(admin: client.AdminClient, args: argparse.Namespace) -> None:
-        value = admin.get(topic_path(args.topic) + path)
+        query = {"applied": "true"} if getattr(args, "applied", False) else None
+        value = admin.get(topic_path(args.topic) + path, query)
         if value is not None:
             output.print_json(value)
     return run
@@ -51,11 +53,54 @@ def _retention(args: argparse.Namespace) -> dict[str, int]:
             "retentionSizeInMB": size if size < 0 else size // ONE_MB}
 
 
-def _policy(group: Group, suffix: str, path: str, noun: str,
-            setter: Run) -> argparse.ArgumentParser:
+def _switch(args: argparse.Namespace) -> bool:
+    if bool(args.enable) == bool(args.disable):
+        raise client.AdminError(400, "Need to specify either --enable or --disable")
+    return bool(args.enable)
+
+
+def _switch_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-e", "--enable", action="store_true")
+    parser.add_argument("-d", "--disable", action="store_true")
+
+
+def _delayed_delivery(args: argparse.Namespace) -> dict[str, Any]:
+    return {"active": _switch(args), "tickTime": units.seconds(args.time) * 1000}
+
+
+def _inactive_topic_policies(args: argparse.Namespace) -> dict[str, Any]:
+    if args.enable_delete_while_inactive == args.disable_delete_while_inactive:
+        raise client.AdminError(
+            400, "Need to specify either enable-delete-while-inactive or "
+                 "disable-delete-while-inactive")
+    return {"inactiveTopicDeleteMode": args.delete_mode,
+            "maxInactiveDurationSeconds": units.seconds(args.max_inactive_duration),
+            "deleteWhileInactive": bool(args.enable_delete_while_inactive)}
+
+
+def _set_backlog_quota(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    body = {"limitSize": units.size_bytes(args.limit) if args.limit else -1,
+            "limitTime": units.seconds(args.limit_time) if args.limit_time else -1,
+            "policy": args.policy}
+    admin.post(topic_path(args.topic) + "/backlogQuota", body, {"backlogQuotaType": args.type})
+
+
+def _remove_backlog_quota(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.delete(topic_path(args.topic) + "/backlogQuota", {"backlogQuotaType": args.type})
+
+
+def _policy(group: Group, suffix: str, path: str, noun: str, setter: Run,
+            applied: tuple[str, ...] | None = ("-ap", "--applied")) -> argparse.ArgumentParser:
+    """set-, get- and remove-<suffix>; applied: the flags of get's `--applied` (None: none, as
+    Apache's command has none)."""
     made = group.command(f"set-{suffix}", f"Set the {noun} of a topic", setter)
     made.add_argument("topic")
-    group.command(f"get-{suffix}", f"Get the {noun} of a topic", _get(path)).add_argument("topic")
+    getter = group.command(f"get-{suffix}", f"Get the {noun} of a topic", _get(path))
+    getter.add_argument("topic")
+    if applied:
+        getter.add_argument(*applied, dest="applied", action="store_true",
+                            help="the value in force: the topic's, else the namespace's, "
+                                 "else the broker's")
     group.command(f"remove-{suffix}", f"Remove the {noun} of a topic",
                   _remove(path)).add_argument("topic")
     return made
@@ -65,7 +110,8 @@ def _attribute(dest: str) -> Body:
     return lambda args: getattr(args, dest)
 
 
-#: suffix -> (REST path, noun, (short, long) flag of the value)
+#: suffix -> (REST path, noun, (short, long) flag of the value); the GETs of max consumers per
+#: subscription and max subscriptions per topic take no `--applied` in Apache.
 LIMITS = {
     "max-producers": ("/maxProducers", "max producers", ("-p", "--max-producers")),
     "max-consumers": ("/maxConsumers", "max consumers", ("-c", "--max-consumers")),
@@ -77,7 +123,11 @@ LIMITS = {
     "max-unacked-messages-per-consumer": ("/maxUnackedMessagesOnConsumer",
                                           "max unacked messages per consumer",
                                           ("-m", "--maxNum")),
+    "max-unacked-messages-per-subscription": ("/maxUnackedMessagesOnSubscription",
+                                              "max unacked messages per subscription",
+                                              ("-m", "--maxNum")),
 }
+NO_APPLIED = ("max-consumers-per-subscription", "max-subscriptions-per-topic", "publish-rate")
 
 
 def register(groups: Any) -> None:
@@ -90,12 +140,13 @@ def register(groups: Any) -> None:
     ttl.add_argument("-t", "--ttl", required=True, help="seconds, or e.g. 1h, 2d")
     for suffix, (path, noun, (short, long)) in LIMITS.items():
         dest = long.lstrip("-").replace("-", "_")
-        _policy(group, suffix, path, noun, _post(path, _attribute(dest))).add_argument(
+        _policy(group, suffix, path, noun, _post(path, _attribute(dest)),
+                applied=None if suffix in NO_APPLIED else ("-ap", "--applied")).add_argument(
             short, long, dest=dest, type=int, required=True)
     rate = _policy(group, "publish-rate", "/publishRate", "publish rate",
                    _post("/publishRate", lambda a: {
                        "publishThrottlingRateInMsg": a.msg_publish_rate,
-                       "publishThrottlingRateInByte": a.byte_publish_rate}))
+                       "publishThrottlingRateInByte": a.byte_publish_rate}), applied=None)
     rate.add_argument("-m", "--msg-publish-rate", type=int, default=-1)
     rate.add_argument("-b", "--byte-publish-rate", type=int, default=-1)
     for suffix, path, noun in (
@@ -123,3 +174,71 @@ def register(groups: Any) -> None:
                         "compaction threshold",
                         _post("/compactionThreshold", lambda a: units.size_bytes(a.threshold)))
     threshold.add_argument("-t", "--threshold", required=True, help="e.g. 10M, 1G (0: never)")
+    _register_switches(group)
+    _register_records(group)
+
+
+def _register_switches(group: Group) -> None:
+    dedup = _policy(group, "deduplication", "/deduplicationEnabled", "deduplication status",
+                    _post("/deduplicationEnabled", _switch))
+    _switch_flags(dedup)
+    auto_sub = _policy(group, "auto-subscription-creation", "/autoSubscriptionCreation",
+                       "auto subscription creation override",
+                       _post("/autoSubscriptionCreation",
+                             lambda a: {"allowAutoSubscriptionCreation": bool(a.enable)}),
+                       applied=("-a", "-ap", "--applied"))
+    auto_sub.add_argument("-e", "--enable", action="store_true",
+                          help="allow consumers to create subscriptions (without: forbid)")
+    delayed = _policy(group, "delayed-delivery", "/delayedDelivery", "delayed delivery policy",
+                      _post("/delayedDelivery", _delayed_delivery))
+    _switch_flags(delayed)
+    delayed.add_argument("-t", "--time", default="1s",
+                         help="tick time of delayed delivery, e.g. 1s, 10s, 1m (default 1s)")
+
+
+def _register_records(group: Group) -> None:
+    persistence = _policy(group, "persistence", "/persistence", "persistence policies",
+                          _post("/persistence", lambda a: {
+                              "bookkeeperEnsemble": a.ensemble,
+                              "bookkeeperWriteQuorum": a.write_quorum,
+                              "bookkeeperAckQuorum": a.ack_quorum,
+                              "managedLedgerMaxMarkDeleteRate": a.ml_mark_delete_max_rate}))
+    persistence.add_argument("-e", "--bookkeeper-ensemble", dest="ensemble", type=int, default=2)
+    persistence.add_argument("-w", "--bookkeeper-write-quorum", dest="write_quorum", type=int,
+                             default=2)
+    persistence.add_argument("-a", "--bookkeeper-ack-quorum", dest="ack_quorum", type=int,
+                             default=2)
+    persistence.add_argument("-r", "--ml-mark-delete-max-rate", dest="ml_mark_delete_max_rate",
+                             type=float, default=0.0)
+    inactive = _policy(group, "inactive-topic-policies", "/inactiveTopicPolicies",
+                       "inactive topic policies",
+                       _post("/inactiveTopicPolicies", _inactive_topic_policies))
+    inactive.add_argument("-e", "--enable-delete-while-inactive", action="store_true")
+    inactive.add_argument("-d", "--disable-delete-while-inactive", action="store_true")
+    inactive.add_argument("-t", "--max-inactive-duration", required=True,
+                          help="e.g. 1s, 10s, 1m, 5h, 3d")
+    inactive.add_argument("-m", "--delete-mode", required=True,
+                          choices=["delete_when_no_subscriptions",
+                                   "delete_when_subscriptions_caught_up"])
+    quota = group.command("set-backlog-quota", "Set a backlog quota policy for a topic",
+                          _set_backlog_quota)
+    quota.add_argument("topic")
+    quota.add_argument("-l", "--limit", help="size limit, e.g. 10M, 16G")
+    quota.add_argument("-lt", "--limitTime", dest="limit_time", help="time limit, e.g. 1h")
+    quota.add_argument("-p", "--policy", required=True,
+                       choices=["producer_request_hold", "producer_exception",
+                                "consumer_backlog_eviction"])
+    quota.add_argument("-t", "--type", default="destination_storage",
+                       choices=["destination_storage", "message_age"])
+    get_quota = group.command("get-backlog-quota", "Get the backlog quota policies of a topic",
+                              _get("/backlogQuotaMap"))
+    get_quota.add_argument("topic")
+    get_quota.add_argument("-ap", "--applied", action="store_true",
+                           help="the quotas in force: the topic's, else the namespace's, else "
+                                "the broker's")
+    remove_quota = group.command("remove-backlog-quota",
+                                 "Remove a backlog quota policy from a topic",
+                                 _remove_backlog_quota)
+    remove_quota.add_argument("topic")
+    remove_quota.add_argument("-t", "--type", default="destination_storage",
+                              choices=["destination_storage", "message_age"])
