@@ -31,10 +31,20 @@ from pulsar_broker.topics import telemetry
 from pulsar_broker.topics.compaction import compactor
 from pulsar_broker.topics.non_persistent.registry import NonPersistentTopics
 from pulsar_broker.topics.non_persistent.topic import NonPersistentTopic
-from pulsar_broker.topics.persistent_topic import PersistentTopic
+from pulsar_broker.topics.persistent_topic import PersistentTopic, is_system_topic
 from pulsar_broker.topics.policy_enforcer import PolicyEnforcer
 
 log = logging.getLogger(__name__)
+
+#: Apache's answer when a namespace holds maxTopicsPerNamespace topics already.
+TOO_MANY_TOPICS = "Exceed maximum number of topics in namespace."
+
+
+class TooManyTopicsError(errors.NotAllowedError):
+    """maxTopicsPerNamespace reached: NotAllowed to binary-protocol clients (as Apache's
+    broker answers a producer or consumer that would create a topic), 412 to the admin API."""
+
+    http_status = 412
 
 
 class BrokerService:
@@ -123,6 +133,9 @@ class BrokerService:
         if not exists:
             if not create or not await self.may_create_topic(name):
                 return None
+            if not await self._partition_of_partitioned_topic(name):
+                # A partition was counted with its partitioned topic.
+                await self.check_topics_limit(name, 1)
         await self.namespaces.check_ownership(name)
         future = self._topics.get(key)
         if future is not None:
@@ -218,6 +231,34 @@ class BrokerService:
         policy = await self.auto_creation_policy(name.namespace_name)
         return bool(policy["allowAutoTopicCreation"]) and policy["topicType"] == "non-partitioned"
 
+    async def _partition_of_partitioned_topic(self, name: naming.TopicName) -> bool:
+        return (name.partition_index >= 0
+                and await self.resources.get_partitions(name.partitioned_topic_name) > 0)
+
+    async def max_topics_of(self, ns: naming.NamespaceName) -> int:
+        """The namespace's maxTopicsPerNamespace policy, else the broker's (0: no limit)."""
+        try:
+            stored = (await self.resources.get_policies(ns)).get("max_topics_per_namespace")
+        except errors.NotFoundError:
+            stored = None
+        return self.config.max_topics_per_namespace if stored is None else int(stored)
+
+    async def check_topics_limit(self, name: naming.TopicName, new_topics: int) -> None:
+        """Refuse to create new_topics more topics beside name's namespace's existing ones
+        past maxTopicsPerNamespace, counted as Apache counts them: persistent topics, each
+        partition of a partitioned topic as one, system topics neither counted nor limited."""
+        if is_system_topic(name):
+            return
+        limit = await self.max_topics_of(name.namespace_name)
+        if limit <= 0:
+            return
+        names = await self.topics_of_namespace(name.namespace_name, "PERSISTENT")
+        count = sum(1 for text in names if not is_system_topic(naming.TopicName.parse(text)))
+        if count + new_topics > limit:
+            log.warning("not creating %s (%d topics): namespace %s has %d of its %d topics",
+                        name, new_topics, name.namespace_name, count, limit)
+            raise TooManyTopicsError(TOO_MANY_TOPICS)
+
     async def partitioned_metadata(self, name: naming.TopicName, auto_create: bool) -> int:
         """Partition count (0 = not partitioned); may create a partitioned topic when the
         auto-creation policy says topics are created partitioned."""
@@ -230,6 +271,7 @@ class BrokerService:
         if (policy["allowAutoTopicCreation"] and policy["topicType"] == "partitioned"
                 and not await self.ledger_factory.exists(name.persistence_name)):
             count = int(policy.get("defaultNumPartitions") or 1)
+            await self.check_topics_limit(name, count)
             try:
                 await self.resources.create_partitioned_topic(name, count)
             except errors.ConflictError:
