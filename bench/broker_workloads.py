@@ -213,8 +213,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--subscription", default="bench-catchup")
     args = parser.parse_args(argv)
     client = _client(args.url)
+    started_cpu_s = time.process_time()
     try:
         result = WORKLOADS[args.workload](client, args)
+        # This process's CPU (every thread: the C++ client's too) over the workload, so a
+        # table can tell a client-bound workload from a broker-bound one.
+        result["client_cpu_s"] = time.process_time() - started_cpu_s
     finally:
         client.close()
     print(json.dumps(result), flush=True)

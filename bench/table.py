@@ -114,6 +114,16 @@ CPU_ROWS = (
     ("per 64 KiB MB", "large_produce_cpu_us", False),
     ("per producer", "create_producers_cpu_us", False),
 )
+#: How busy the client process and the broker were, in % of one core, over a workload:
+#: a client near 100% bounds the rate whatever the broker does (no goal; printed to tell).
+BUSY_ROWS = (
+    ("client busy % (batched produce)", "batched_produce_client_busy"),
+    ("broker busy % (batched produce)", "batched_produce_broker_busy"),
+    ("client busy % (consume)", "catchup_consume_client_busy"),
+    ("broker busy % (consume)", "catchup_consume_broker_busy"),
+    ("client busy % (64 KiB produce)", "large_produce_client_busy"),
+    ("broker busy % (64 KiB produce)", "large_produce_broker_busy"),
+)
 DISK_ROWS = (
     ("disk: 4 KiB append + fdatasync p50 ms", "fsync_p50_ms", False),
     ("disk: 4 KiB append + fdatasync p99 ms", "fsync_p99_ms", False),
@@ -175,6 +185,10 @@ def _workloads(
             result = broker_vs_lite.run_workload(url, name, topic, seconds, most, *extra)
             used = broker_servers.cpu_s(broker.pid) - before
         figures[f"{name}_cpu_us"] = 1e6 * used / max(result[per], 1e-9)
+        if "seconds" in result:
+            figures[f"{name}_client_busy"] = 100 * result["client_cpu_s"] / max(
+                result["seconds"], 1e-9)
+            figures[f"{name}_broker_busy"] = 100 * used / max(result["seconds"], 1e-9)
         return result
 
     broker_vs_lite.run_workload(url, "subscribe", topic, seconds, 0, "--subscription", SUBSCRIPTION)
@@ -284,10 +298,30 @@ def measure(brokers: dict[str, broker_servers.Broker], base: pathlib.Path, secon
                 failed.add(name)
     keys = [(row.key, row.higher_is_better) for row in ROWS] + [(k, h) for _, k, h in CPU_ROWS]
     best = {name: _best(figures, keys) for name, figures in every.items() if figures}
+    for name, figures in every.items():
+        if figures:
+            best[name].update(_busy_of_best_rounds(figures))
     # The disk is a reference, not a contestant: its median over the run, not its best moment.
     disk = {key: statistics.median(d[key] for d in disk_rounds)
             for _, key, _ in DISK_ROWS if disk_rounds}
     return best, disk
+
+
+#: Which figure picks the round whose busy shares are shown, per workload.
+_BUSY_RATE_KEYS = {"batched_produce": "produce_msg_per_s", "catchup_consume": "consume_msg_per_s",
+                   "large_produce": "large_mb_per_s"}
+
+
+def _busy_of_best_rounds(rounds: list[Figures]) -> Figures:
+    """The client's and broker's busy shares of each workload, from its fastest round."""
+    shown: Figures = {}
+    for workload, rate_key in _BUSY_RATE_KEYS.items():
+        fastest = max(rounds, key=lambda figures: figures.get(rate_key, 0.0))
+        for side in ("client", "broker"):
+            key = f"{workload}_{side}_busy"
+            if key in fastest:
+                shown[key] = fastest[key]
+    return shown
 
 
 def _best(rounds: list[Figures], keys: list[tuple[str, bool]]) -> Figures:
@@ -336,6 +370,8 @@ def render(results: dict[str, Figures], disk: Figures, compare_name: str | None)
             that = other.get(key)
             line += f"{'':<41}{_cell(that):>13}"
         lines.append(line)
+    for label, key in BUSY_ROWS:
+        lines.append(f"{label:<44}{_cell(ours.get(key)):>11}{_cell(lite.get(key)):>11}")
     for label, key, _ in DISK_ROWS:
         lines.append(f"{label:<44}{_cell(disk.get(key)):>11}")
     return lines
