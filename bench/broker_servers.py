@@ -125,14 +125,26 @@ class OursBroker:
         self.process.stop()
 
 
-def start_ours(directory: pathlib.Path, journal_sync: bool) -> Broker:
-    """Our standalone with journalSyncData on or off; its log goes next to the data dir."""
+def start_ours(
+    directory: pathlib.Path,
+    journal_sync: bool,
+    *,
+    cpus: str | None = None,
+    overrides: dict[str, str] | None = None,
+) -> Broker:
+    """Our standalone with journalSyncData on or off; its log goes next to the data dir.
+    `cpus`: a taskset CPU list the standalone (and any child of it) is pinned to."""
     from pulsar_broker import testing as broker_testing
 
+    class Pinned(broker_testing.StandaloneProcess):
+        def arguments(self) -> list[str]:
+            argv = super().arguments()
+            return ["taskset", "-c", cpus, *argv] if cpus else argv
+
     directory.mkdir(parents=True, exist_ok=True)
-    process = broker_testing.StandaloneProcess(
+    process = Pinned(
         directory / "data",
-        {"journalSyncData": str(journal_sync).lower()},
+        {"journalSyncData": str(journal_sync).lower(), **(overrides or {})},
         log_path=directory / "standalone.log",
     )
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
