@@ -44,3 +44,16 @@ def test_partitioned_topic_commands_and_topic_properties(admin, unique: str) -> 
     assert [line.split(" successfully")[0] for line in ended] == [
         f"Topic {topic}-partition-0", f"Topic {topic}-partition-1"]
     assert all(" successfully terminated at " in line for line in ended)
+
+
+def test_subscription_properties_commands(admin, unique: str) -> None:
+    topic = f"persistent://public/default/sub-props-{unique}"
+    admin.ok("topics", "create", topic)
+    admin.ok("topics", "create-subscription", topic, "-s", "s", "-p", "team=a")
+    get = ("topics", "get-subscription-properties", topic, "-s", "s")
+    assert admin.ok(*get).strip() == '{"team":"a"}'
+    refused = admin("topics", "update-subscription-properties", topic, "-s", "s")
+    assert refused.returncode != 0
+    assert "If you want to clear the properties you have to use --clear" in refused.stderr
+    admin.ok("topics", "update-subscription-properties", topic, "-s", "s", "--clear")
+    assert json.loads(admin.ok(*get)) == {}

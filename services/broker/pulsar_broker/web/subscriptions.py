@@ -21,7 +21,7 @@ from pulsar_broker.managed_ledger import errors as ml_errors
 from pulsar_broker.subscriptions.subscription import Subscription
 from pulsar_broker.topics import message_expiry
 from pulsar_broker.topics.persistent_topic import PersistentTopic
-from pulsar_broker.web import peek, remote_partitions, rest, topic_access
+from pulsar_broker.web import peek, remote_partitions, rest, topic_access, topic_properties
 
 routes = web.RouteTableDef()
 
@@ -92,7 +92,10 @@ async def create_subscription(request: web.Request) -> web.Response:
     name = rest.topic_name(request)
     service = rest.service(request)
     sub_name = request.match_info["subscription"]
-    position = position_from_json(await rest.body_json(request), ml.LATEST)
+    body = await rest.body_json(request)
+    position = position_from_json(body, ml.LATEST)
+    properties = topic_properties.properties_body(
+        body.get("properties") if isinstance(body, dict) else None)
     topic_access.check_persistent(name)
     if await topic_access.partitions_of(service, name) > 0:
         parts = await topic_access.fan_out(service, name, create_partitions=True)
@@ -105,6 +108,9 @@ async def create_subscription(request: web.Request) -> web.Response:
         raise errors.ConflictError("Subscription already exists for topic")
     for topic in parts.local:
         await topic.create_subscription(sub_name, position)
+        if properties:
+            await topic_properties.set_subscription_properties(service, topic, sub_name,
+                                                               properties)
     await remote_partitions.call_each(request, parts.remote, accept=())
     return rest.no_content()
 
@@ -121,6 +127,8 @@ async def delete_subscription(request: web.Request) -> web.Response:
         raise errors.NotFoundError("Subscription not found")
     for topic in owners:
         await topic.unsubscribe(sub_name, force)
+        await topic_properties.delete_subscription_record(rest.service(request), topic.name,
+                                                          sub_name)
     return rest.no_content()
 
 

@@ -147,3 +147,41 @@ def test_properties_go_with_the_topic_and_a_partitioned_topic_has_its_own(
     assert http.delete(f"{parted}/partitions").status == 204
     assert http.put(f"{parted}/partitions", 2).status == 204
     assert http.get(f"{parted}/properties").json() == {}
+
+
+def test_subscription_properties_are_replaced_and_go_with_the_subscription(
+        http: Http, client: pulsar.Client, unique: str) -> None:
+    topic = f"sub-props-{unique}"
+    sub = f"{NS}/{topic}/subscription/s"
+    assert http.put(f"{NS}/{topic}").status == 204
+    created = http.put(sub, {"ledgerId": -1, "entryId": -1, "properties": {"owner": "a"}})
+    assert created.status == 204
+    assert http.get(f"{sub}/properties").json() == {"owner": "a"}
+    assert http.put(f"{sub}/properties", {"x": "1", "y": "2"}).status == 204
+    assert http.get(f"{sub}/properties").json() == {"x": "1", "y": "2"}
+    assert http.put(f"{sub}/properties", {}).status == 204
+    assert http.get(f"{sub}/properties").json() == {}
+    assert http.put(f"{sub}/properties", {"x": "1"}).status == 204
+    # A consumer unsubscribing deletes the cursor: a new subscription of that name has none.
+    consumer = client.subscribe(f"persistent://public/default/{topic}", "s")
+    consumer.unsubscribe()
+    client.subscribe(f"persistent://public/default/{topic}", "s").close()
+    assert http.get(f"{sub}/properties").json() == {}
+    missing = http.get(f"{NS}/{topic}/subscription/nobody/properties")
+    assert (missing.status, missing.reason) == (404, "Subscription not found")
+
+
+def test_partitioned_subscription_properties_cover_every_partition(
+        http: Http, unique: str) -> None:
+    topic = f"sub-props-parted-{unique}"
+    assert http.put(f"{NS}/{topic}/partitions", 2).status == 204
+    sub = f"{NS}/{topic}/subscription/s"
+    assert http.put(sub).status == 204
+    assert http.put(f"{sub}/properties", {"k": "v"}).status == 204
+    assert http.get(f"{sub}/properties").json() == {"k": "v"}
+    for index in (0, 1):
+        partition_sub = f"{NS}/{topic}-partition-{index}/subscription/s/properties"
+        assert http.get(partition_sub).json() == {"k": "v"}
+    assert http.delete(sub).status == 204
+    assert http.put(sub).status == 204
+    assert http.get(f"{sub}/properties").json() == {}

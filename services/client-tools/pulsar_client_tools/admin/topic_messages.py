@@ -1,5 +1,5 @@
 """`pulsar-admin topics examine-messages`, `get-message-id`, `partitioned-terminate`,
-`create-missed-partitions` and the topic properties commands.
+`create-missed-partitions`, and the topic and subscription properties commands.
 
 examine-messages prints one message the way Apache's command does: its id
 (`Batch Message ID: l:e:0` for the first message of a batch), publish and
@@ -107,7 +107,7 @@ def _get_properties(admin: client.AdminClient, args: argparse.Namespace) -> None
 
 
 def _update_properties(admin: client.AdminClient, args: argparse.Namespace) -> None:
-    admin.put(topic_path(args.topic) + "/properties", dict(args.property or []))
+    admin.put(topic_path(args.topic) + "/properties", key_values(args.property))
 
 
 def _remove_properties(admin: client.AdminClient, args: argparse.Namespace) -> None:
@@ -115,9 +115,39 @@ def _remove_properties(admin: client.AdminClient, args: argparse.Namespace) -> N
                  None if args.key is None else {"key": args.key})
 
 
-def register(group: Group, topic_command: Any) -> None:
+def key_values(pairs: list[tuple[str, str]] | None) -> dict[str, str]:
+    """Repeated `-p key=value` options as a map."""
+    return dict(pairs or [])
+
+
+def add_property_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-p", "--property", action="append", type=_key_value, metavar="key=value",
+                        help="a property (repeat: -p a=b -p c=d)")
+
+
+def _subscription_properties_path(args: argparse.Namespace) -> str:
+    return (f"{topic_path(args.topic)}/subscription/{client.quote(args.subscription)}"
+            "/properties")
+
+
+def _get_subscription_properties(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    # Apache prints this one as compact JSON.
+    print(json.dumps(admin.get(_subscription_properties_path(args)), separators=(",", ":")))
+
+
+def _update_subscription_properties(admin: client.AdminClient,
+                                    args: argparse.Namespace) -> None:
+    properties = key_values(args.property)
+    if not properties and not args.clear:
+        raise units.UnitError("If you want to clear the properties you have to use --clear")
+    if args.clear and properties:
+        raise units.UnitError("If you set --clear then you should not pass any properties")
+    admin.put(_subscription_properties_path(args), properties)
+
+
+def register(group: Group, topic_command: Any, sub_command: Any) -> None:
     """Add these commands to `pulsar-admin topics`; topic_command(group, name, help, run)
-    makes a command taking the topic name."""
+    makes a command taking the topic name, sub_command one taking -s too."""
     examine = topic_command(group, "examine-messages",
                             "Examine a specific message on a topic by position relative to the "
                             "earliest or the latest message", _examine)
@@ -134,9 +164,14 @@ def register(group: Group, topic_command: Any) -> None:
     topic_command(group, "create-missed-partitions", "Create the partitions of a partitioned "
                   "topic that do not exist yet", _create_missed_partitions)
     topic_command(group, "get-properties", "Get the properties of a topic", _get_properties)
-    topic_command(group, "update-properties", "Add or change properties of a topic",
-                  _update_properties).add_argument(
-        "-p", "--property", action="append", type=_key_value, metavar="key=value",
-        help="a property (repeat: -p a=b -p c=d)")
+    add_property_option(topic_command(group, "update-properties",
+                                      "Add or change properties of a topic", _update_properties))
     topic_command(group, "remove-properties", "Remove a key from the properties of a topic",
                   _remove_properties).add_argument("-k", "--key", help="the key to remove")
+    sub_command(group, "get-subscription-properties",
+                "Get the properties of a subscription on a topic", _get_subscription_properties)
+    update = sub_command(group, "update-subscription-properties",
+                         "Replace the properties of a subscription on a topic",
+                         _update_subscription_properties)
+    add_property_option(update)
+    update.add_argument("-c", "--clear", action="store_true", help="remove all properties")

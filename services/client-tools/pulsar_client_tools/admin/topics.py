@@ -134,7 +134,11 @@ def _sub_path(args: argparse.Namespace) -> str:
 
 
 def _create_subscription(admin: client.AdminClient, args: argparse.Namespace) -> None:
-    admin.put(_sub_path(args), message_id(args.message_id))
+    body: dict[str, Any] = dict(message_id(args.message_id))
+    properties = topic_messages.key_values(args.property)
+    if properties:
+        body["properties"] = properties
+    admin.put(_sub_path(args), body)
 
 
 def _unsubscribe(admin: client.AdminClient, args: argparse.Namespace) -> None:
@@ -267,7 +271,7 @@ def register(groups: Any) -> None:
     _topic_command(group, "compaction-status", "Get the status of a topic's compaction",
                    _compaction_status).add_argument(
         "-w", "--wait-complete", action="store_true", help="wait until compaction completes")
-    topic_messages.register(group, _topic_command)
+    topic_messages.register(group, _topic_command, _sub_command)
     _register_subscription_commands(group)
 
 
@@ -275,6 +279,7 @@ def _register_subscription_commands(group: Group) -> None:
     create = _sub_command(group, "create-subscription", "Create a subscription", _create_subscription)
     create.add_argument("-m", "--messageId", dest="message_id", default="latest",
                         help="latest, earliest or ledgerId:entryId")
+    topic_messages.add_property_option(create)
     _sub_command(group, "unsubscribe", "Delete a subscription",
                  _unsubscribe).add_argument("-f", "--force", action="store_true")
     _sub_command(group, "skip", "Skip messages of a subscription", _skip).add_argument(
