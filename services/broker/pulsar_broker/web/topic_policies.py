@@ -57,11 +57,12 @@ async def _stored(request: web.Request) -> dict[str, Any]:
 
 
 async def _applied(request: web.Request, namespace_field: str, default: BrokerDefault) -> Any:
-    """The namespace's value of the policy, else the broker's default."""
+    """The namespace's value of the policy (an empty record, such as a namespace's backlog quota
+    map without quotas, counts as none), else the broker's default."""
     service = rest.service(request)
     ns = rest.topic_name(request).namespace_name
     value = (await service.resources.get_policies(ns)).get(namespace_field)
-    if value is None:
+    if value is None or value == {}:
         return default(service.config, service.policies.default_ledger)
     return value
 
@@ -141,9 +142,12 @@ def _delayed(conf: broker_config.BrokerConfig, _: ml_config.ManagedLedgerConfig)
             "tickTime": conf.delayed_delivery_tick_time_millis, "maxDeliveryDelayInMillis": 0}
 
 
-def _quota_json(quota: policies.BacklogQuota) -> dict[str, Any]:
-    return {"limitSize": quota.limit_size, "limitTime": quota.limit_time_s,
-            "policy": quota.policy}
+def _default_quotas(conf: broker_config.BrokerConfig, _: ml_config.ManagedLedgerConfig) -> Any:
+    """backlogQuotaDefault* of the broker, as the one destination_storage quota Apache answers."""
+    quota = policies.default_quota(conf)
+    return {policies.DESTINATION_STORAGE: {"limitSize": quota.limit_size,
+                                           "limitTime": quota.limit_time_s,
+                                           "policy": quota.policy}}
 
 
 _topic_policy("/retention", "retentionPolicies", namespaces.retention_policies,
@@ -250,10 +254,7 @@ def _backlog_quota(body: Any) -> dict[str, Any]:
 async def get_backlog_quota_map(request: web.Request) -> web.Response:
     quotas: Mapping[str, Any] = (await _stored(request)).get(policies.TOPIC_BACKLOG_QUOTAS) or {}
     if not quotas and rest.query_flag(request, "applied"):
-        quotas = await _applied(request, "backlog_quota_map", lambda conf, _: {})
-        if not quotas:
-            conf = rest.service(request).config
-            quotas = {policies.DESTINATION_STORAGE: _quota_json(policies.default_quota(conf))}
+        quotas = await _applied(request, "backlog_quota_map", _default_quotas)
     return rest.ok_json(quotas)
 
 
