@@ -8,12 +8,14 @@ topics: retention and persistence through the managed ledger's configuration
 (new ledgers use the new quorums; trimming follows the new retention), TTL
 and backlog quotas through the topic's `policies`.
 
-Four periodic checks act on them, as Apache's broker does: message expiry
+Five periodic checks act on them, as Apache's broker does: message expiry
 (every messageExpiryCheckIntervalInMinutes, or messageExpiryCheckIntervalSeconds
 when set), backlog quotas (every backlogQuotaCheckIntervalInSeconds),
-compaction thresholds (every brokerServiceCompactionMonitorIntervalInSeconds)
-and inactive topics (every brokerDeleteInactiveTopicsFrequencySeconds; the
-broker service deletes them through the `delete_topic` it hands in).
+compaction thresholds (every brokerServiceCompactionMonitorIntervalInSeconds),
+inactive topics (every brokerDeleteInactiveTopicsFrequencySeconds; the
+broker service deletes them through the `delete_topic` it hands in) and
+expired subscriptions (every subscriptionExpiryCheckIntervalInMinutes, or
+subscriptionExpiryCheckIntervalSeconds when set).
 """
 
 from __future__ import annotations
@@ -30,12 +32,43 @@ from pulsar_broker import config as broker_config
 from pulsar_broker import errors, resources
 from pulsar_broker.managed_ledger import config as ml_config
 from pulsar_broker.topics import backlog_quota, inactive_topics, message_expiry, policies
+from pulsar_broker.topics.compaction import compactor
 from pulsar_broker.topics.persistent_topic import PersistentTopic
 
 log = logging.getLogger(__name__)
 
 #: Pause before watching the policies again after the watch was lost or failed.
 WATCH_RETRY_S = 1.0
+
+#: A subscription of a topic, by their names.
+SubscriptionKey = tuple[str, str]
+
+
+class IdleSubscriptions:
+    """Since when each durable subscription has had no consumer, as the periodic checks saw
+    it: its last activity. Apache reads the cursor's last activity instead, so here a
+    subscription may live up to one check interval longer, and a broker that loads the
+    topic starts counting anew."""
+
+    def __init__(self) -> None:
+        self._idle_since_ms: dict[SubscriptionKey, int] = {}
+
+    def expired(self, key: SubscriptionKey, has_consumers: bool, expiration_ms: int,
+                now_ms: int) -> bool:
+        """Whether the subscription has been without consumers for more than expiration_ms
+        (0: subscriptions never expire)."""
+        if has_consumers or expiration_ms <= 0:
+            self._idle_since_ms.pop(key, None)
+            return False
+        since = self._idle_since_ms.setdefault(key, now_ms)
+        return now_ms - since > expiration_ms
+
+    def forget(self, key: SubscriptionKey) -> None:
+        self._idle_since_ms.pop(key, None)
+
+    def keep_only(self, keys: set[SubscriptionKey]) -> None:
+        for gone in set(self._idle_since_ms) - keys:
+            del self._idle_since_ms[gone]
 
 
 class PolicyEnforcer:
@@ -51,6 +84,7 @@ class PolicyEnforcer:
         #: producers or consumers again); None: inactive topics are kept.
         self._delete_topic = delete_topic
         self._inactivity = inactive_topics.InactivityClock()
+        self._idle_subscriptions = IdleSubscriptions()
         self.default_ledger = default_ledger
         self.resources = pulsar_resources
         self._loaded_topics = loaded_topics
@@ -173,6 +207,38 @@ class PolicyEnforcer:
             except Exception:
                 log.exception("deleting inactive topic %s failed", topic.name)
 
+    async def check_subscription_expiry(self) -> None:
+        """Delete the durable subscriptions that have had no consumer for longer than their
+        namespace's subscriptionExpirationTime, as Apache does; the compaction's
+        `__compaction` subscription never expires."""
+        now = self._now_ms()
+        seen: set[SubscriptionKey] = set()
+        for topic in [t for t in self._loaded_topics() if not t.closed]:
+            expiration_ms = topic.policies.subscription_expiration_minutes * 60_000
+            for subscription in list(topic.subscriptions.values()):
+                if (not subscription.durable
+                        or subscription.name == compactor.COMPACTION_SUBSCRIPTION):
+                    continue
+                key = (str(topic.name), subscription.name)
+                seen.add(key)
+                if self._idle_subscriptions.expired(key, bool(subscription.consumers),
+                                                    expiration_ms, now):
+                    await self._delete_expired(topic, subscription.name)
+                    self._idle_subscriptions.forget(key)
+        self._idle_subscriptions.keep_only(seen)
+
+    @staticmethod
+    async def _delete_expired(topic: PersistentTopic, name: str) -> None:
+        try:
+            await topic.unsubscribe(name)
+            log.info("%s: deleted subscription %s, without consumers for more than %d minutes",
+                     topic.name, name, topic.policies.subscription_expiration_minutes)
+        except errors.BrokerError as exc:
+            # A consumer came meanwhile (or an admin deleted it first).
+            log.info("%s: expired subscription %s not deleted: %s", topic.name, name, exc)
+        except Exception:
+            log.exception("%s: deleting expired subscription %s failed", topic.name, name)
+
     # -- background tasks ----------------------------------------------------------
 
     def start(self) -> None:
@@ -186,6 +252,10 @@ class PolicyEnforcer:
                                 self.check_compaction), "compaction-monitor")
         self._spawn(self._every(float(self.conf.broker_delete_inactive_topics_frequency_seconds),
                                 self.check_inactive_topics), "inactive-topics")
+        subscriptions_s = (self.conf.subscription_expiry_check_interval_seconds
+                           or self.conf.subscription_expiry_check_interval_in_minutes * 60.0)
+        self._spawn(self._every(subscriptions_s, self.check_subscription_expiry),
+                    "subscription-expiry")
         self._spawn(self._watch_policies(), "policies-watch")
         self._spawn(self._watch_topic_policies(), "topic-policies-watch")
 
