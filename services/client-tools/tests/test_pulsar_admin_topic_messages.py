@@ -35,11 +35,12 @@ def test_examine_messages_and_get_message_id(admin, client: pulsar.Client, uniqu
 
 def test_partitioned_topic_commands_and_topic_properties(admin, unique: str) -> None:
     topic = f"persistent://public/default/parts-{unique}"
-    admin.ok("topics", "create-partitioned-topic", topic, "-p", "2")
+    admin.ok("topics", "create-partitioned-topic", topic, "-p", "2", "-m", "a=1,b=2")
     admin.ok("topics", "create-missed-partitions", topic)
     admin.ok("topics", "update-properties", topic, "-p", "owner=team-a", "-p", "tier=gold")
     admin.ok("topics", "remove-properties", topic, "-k", "tier")
-    assert json.loads(admin.ok("topics", "get-properties", topic)) == {"owner": "team-a"}
+    assert json.loads(admin.ok("topics", "get-properties", topic)) == {
+        "a": "1", "b": "2", "owner": "team-a"}
     ended = admin.ok("topics", "partitioned-terminate", topic).splitlines()
     assert [line.split(" successfully")[0] for line in ended] == [
         f"Topic {topic}-partition-0", f"Topic {topic}-partition-1"]

@@ -135,13 +135,19 @@ async def update_properties(request: web.Request) -> web.Response:
     """Adds or replaces the given keys; an empty body changes nothing, as in Apache."""
     name = rest.topic_name(request)
     service = rest.service(request)
-    changes = properties_body(await rest.body_json(request))
-    created_ms = await _topic_created_ms(service, name)
-    if changes:
-        path = record_path(name)
-        properties, version = await _read(service, path, created_ms)
-        await _write(service, path, created_ms, {**properties, **changes}, version)
+    await add_topic_properties(service, name, properties_body(await rest.body_json(request)))
     return rest.no_content()
+
+
+async def add_topic_properties(service: BrokerService, name: naming.TopicName,
+                               changes: dict[str, str]) -> None:
+    """Add or replace these keys of the topic's properties (404 without the topic)."""
+    created_ms = await _topic_created_ms(service, name)
+    if not changes:
+        return
+    path = record_path(name)
+    properties, version = await _read(service, path, created_ms)
+    await _write(service, path, created_ms, {**properties, **changes}, version)
 
 
 @routes.delete(TOPIC + "/properties")

@@ -59,8 +59,10 @@ async def list_partitioned_topics(request: web.Request) -> web.Response:
 
 @routes.put(TOPIC)
 async def create_non_partitioned_topic(request: web.Request) -> web.Response:
+    """The body may hold the topic's properties (a JSON object of strings)."""
     name = rest.topic_name(request)
     service = rest.service(request)
+    properties = topic_properties.properties_body(await rest.body_json(request))
     topic_access.check_persistent(name)
     await service.check_namespace(name.namespace_name)
     parent = name.partitioned_topic_name
@@ -68,6 +70,8 @@ async def create_non_partitioned_topic(request: web.Request) -> web.Response:
             or (parent != name and await service.resources.get_partitions(parent) > 0)):
         raise errors.ConflictError("This topic already exists")
     await topic_access.create(service, name)
+    if properties:
+        await topic_properties.add_topic_properties(service, name, properties)
     return rest.no_content()
 
 
@@ -89,8 +93,10 @@ async def delete_topic(request: web.Request) -> web.Response:
 async def create_partitioned_topic(request: web.Request) -> web.Response:
     name = rest.topic_name(request)
     service = rest.service(request)
-    count = _partition_count(await rest.body_json(request),
-                             service.config.max_num_partitions_per_partitioned_topic)
+    body = await rest.body_json(request)
+    count = _partition_count(body, service.config.max_num_partitions_per_partitioned_topic)
+    properties = topic_properties.properties_body(
+        body.get("properties") if isinstance(body, dict) else None)
     if name.partition_index >= 0:
         raise errors.PreconditionFailedError(
             "Partitioned topic name must not contain the -partition- suffix")
@@ -101,6 +107,8 @@ async def create_partitioned_topic(request: web.Request) -> web.Response:
         await service.resources.create_partitioned_topic(name, count)
     except errors.ConflictError as exc:
         raise errors.ConflictError("This topic already exists") from exc
+    if properties:
+        await topic_properties.add_topic_properties(service, name, properties)
     return rest.no_content()
 
 

@@ -185,3 +185,13 @@ def test_partitioned_subscription_properties_cover_every_partition(
     assert http.delete(sub).status == 204
     assert http.put(sub).status == 204
     assert http.get(f"{sub}/properties").json() == {}
+
+
+def test_properties_given_when_creating_a_topic(http: Http, unique: str) -> None:
+    single = f"{NS}/born-{unique}"
+    assert http.put(single, {"owner": "team-a"}).status == 204
+    assert http.get(f"{single}/properties").json() == {"owner": "team-a"}
+    parted = f"{NS}/born-parted-{unique}"
+    assert http.put(f"{parted}/partitions", {"partitions": 2, "properties": {"k": "v"}}).status == 204
+    assert http.get(f"{parted}/partitions").json()["partitions"] == 2
+    assert http.get(f"{parted}/properties").json() == {"k": "v"}

@@ -115,6 +115,17 @@ def _remove_properties(admin: client.AdminClient, args: argparse.Namespace) -> N
                  None if args.key is None else {"key": args.key})
 
 
+def metadata_map(values: list[str] | None) -> dict[str, str]:
+    """`-m a=1,b=2 -m c=3` (Apache's --metadata) as a map."""
+    return dict(_key_value(part) for value in values or [] for part in value.split(",")
+                if part)
+
+
+def add_metadata_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-m", "--metadata", action="append", metavar="a=a,b=b",
+                        help="the topic's properties, key=value pairs separated by commas")
+
+
 def key_values(pairs: list[tuple[str, str]] | None) -> dict[str, str]:
     """Repeated `-p key=value` options as a map."""
     return dict(pairs or [])

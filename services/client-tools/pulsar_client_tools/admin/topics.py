@@ -63,7 +63,7 @@ def _bundle_range(admin: client.AdminClient, args: argparse.Namespace) -> None:
 
 
 def _create(admin: client.AdminClient, args: argparse.Namespace) -> None:
-    admin.put(topic_path(args.topic))
+    admin.put(topic_path(args.topic), topic_messages.metadata_map(args.metadata) or None)
 
 
 def _delete(admin: client.AdminClient, args: argparse.Namespace) -> None:
@@ -71,7 +71,10 @@ def _delete(admin: client.AdminClient, args: argparse.Namespace) -> None:
 
 
 def _create_partitioned(admin: client.AdminClient, args: argparse.Namespace) -> None:
-    admin.put(topic_path(args.topic) + "/partitions", args.partitions)
+    properties = topic_messages.metadata_map(args.metadata)
+    body = {"partitions": args.partitions, "properties": properties} if properties else \
+        args.partitions
+    admin.put(topic_path(args.topic) + "/partitions", body)
 
 
 def _update_partitioned(admin: client.AdminClient, args: argparse.Namespace) -> None:
@@ -231,16 +234,19 @@ def register(groups: Any) -> None:
                          help="only this kind of topics (default: both)")
     group.command("list-partitioned-topics", "Get the partitioned topics of a namespace",
                   _ns_list("/partitioned")).add_argument("namespace")
-    _topic_command(group, "create", "Create a non-partitioned topic", _create)
+    topic_messages.add_metadata_option(
+        _topic_command(group, "create", "Create a non-partitioned topic", _create))
     delete = _topic_command(group, "delete", "Delete a topic", _delete)
     delete.add_argument("-f", "--force", action="store_true")
-    for name, help_text, run in (
-        ("create-partitioned-topic", "Create a partitioned topic", _create_partitioned),
-        ("update-partitioned-topic", "Raise the partition count of a partitioned topic",
-         _update_partitioned),
-    ):
-        _topic_command(group, name, help_text, run).add_argument(
-            "-p", "--partitions", type=int, required=True, help="number of partitions")
+    create_partitioned = _topic_command(group, "create-partitioned-topic",
+                                        "Create a partitioned topic", _create_partitioned)
+    topic_messages.add_metadata_option(create_partitioned)
+    update_partitioned = _topic_command(group, "update-partitioned-topic",
+                                        "Raise the partition count of a partitioned topic",
+                                        _update_partitioned)
+    for command in (create_partitioned, update_partitioned):
+        command.add_argument("-p", "--partitions", type=int, required=True,
+                             help="number of partitions")
     _topic_command(group, "get-partitioned-topic-metadata", "Get the partition count",
                    _print("/partitions"))
     _topic_command(group, "delete-partitioned-topic", "Delete a partitioned topic",
