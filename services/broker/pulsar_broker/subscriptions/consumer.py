@@ -80,14 +80,22 @@ class Consumer:
         self.msg_out = 0
         self.bytes_out = 0
         self.closed = False
+        self._blocked_on_unacked = False
 
     @property
     def blocked_on_unacked(self) -> bool:
-        return (
-            self.sub_type in (SubType.SHARED, SubType.KEY_SHARED)
-            and self.max_unacked_messages > 0
-            and self.unacked_messages >= self.max_unacked_messages
-        )
+        """Apache's blockedConsumerOnUnackedMsgs: set once a Shared or Key_Shared consumer
+        holds maxUnackedMessagesPerConsumer messages unacknowledged, cleared only when
+        acknowledgements (or redelivery) bring that down to half of it, as Apache's consumer
+        does, so a consumer at the limit does not get one message per acknowledgement."""
+        limit = self.max_unacked_messages
+        if limit <= 0 or self.sub_type not in (SubType.SHARED, SubType.KEY_SHARED):
+            self._blocked_on_unacked = False
+        elif self.unacked_messages >= limit:
+            self._blocked_on_unacked = True
+        elif self._blocked_on_unacked and self.unacked_messages <= limit // 2:
+            self._blocked_on_unacked = False
+        return self._blocked_on_unacked
 
     @property
     def available(self) -> bool:
@@ -107,6 +115,8 @@ class Consumer:
         self.permits -= messages
         self.unacked_messages += messages - self.pending_acks.get(position, 0)
         self.pending_acks[position] = messages
+        if 0 < self.max_unacked_messages <= self.unacked_messages:
+            self._blocked_on_unacked = self.sub_type in (SubType.SHARED, SubType.KEY_SHARED)
         self.msg_out += messages
         self.bytes_out += len(item.entry.data)
         self.cnx.send_message(

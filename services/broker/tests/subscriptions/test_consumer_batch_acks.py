@@ -97,3 +97,41 @@ async def test_a_cumulative_ack_is_refused_on_a_shared_subscription(
         await subscription.close()
     finally:
         await stack.stop()
+
+
+@pytest.mark.parametrize("sub_type", [SubType.SHARED, SubType.KEY_SHARED])
+def test_a_consumer_at_its_unacked_limit_is_unblocked_only_at_half_of_it(sub_type) -> None:
+    # maxUnackedMessagesPerConsumer = 10: as Apache's consumer, blocked at 10 and
+    # unblocked once acknowledgements bring it down to 5, not at 9.
+    consumer = Consumer(broker_testing.RecordingConnection(), 7, "c", sub_type, 0, -1, 10)
+    consumer.flow(100)
+    for entry_id in range(10):
+        assert consumer.available
+        consumer.send(Dispatched(ml.Entry(ml.Position(1, entry_id), b"m"), 1, b""), 0)
+    assert not consumer.available and consumer.blocked_on_unacked
+    for entry_id in range(4):
+        consumer.acknowledged(ml.Position(1, entry_id))
+        assert not consumer.available
+    consumer.acknowledged(ml.Position(1, 4))
+    assert consumer.unacked_messages == 5 and consumer.available
+    consumer.send(Dispatched(ml.Entry(ml.Position(1, 10), b"m"), 1, b""), 0)
+    assert consumer.available
+
+
+def test_the_block_is_set_when_the_limit_is_reached_even_if_no_one_asked_in_between() -> None:
+    consumer = Consumer(broker_testing.RecordingConnection(), 7, "c", SubType.SHARED, 0, -1, 4)
+    consumer.flow(100)
+    consumer.send(Dispatched(ml.Entry(ml.Position(1, 0), b"b"), 4, b""), 0)
+    consumer.acknowledged(ml.Position(1, 0))
+    assert consumer.available  # 0 unacked: below half
+    consumer.send(Dispatched(ml.Entry(ml.Position(1, 1), b"b"), 4, b""), 0)
+    consumer.partly_acknowledged(ml.Position(1, 1), 3)
+    assert not consumer.available  # reached 4 when sent; 3 is above half
+
+
+def test_exclusive_and_failover_consumers_are_not_limited() -> None:
+    for sub_type in (SubType.EXCLUSIVE, SubType.FAILOVER):
+        consumer = Consumer(broker_testing.RecordingConnection(), 7, "c", sub_type, 0, -1, 1)
+        consumer.flow(10)
+        consumer.send(Dispatched(ml.Entry(ml.Position(1, 0), b"m"), 3, b""), 0)
+        assert consumer.available
