@@ -6,13 +6,30 @@ system topics neither counted nor limited; past the limit the client gets NotAll
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pulsar
 import pytest
 from pulsar_broker import config as broker_config
+from pulsar_broker import testing as broker_testing
 from pulsar_common.wire import pulsar_api_pb2 as pb
 
 T = pb.BaseCommand
 MESSAGE = "Exceed maximum number of topics in namespace."
+#: broker.conf's maxTopicsPerNamespace on the standalone below.
+BROKER_LIMIT = 2
+
+
+@pytest.fixture(scope="module")
+def standalone(
+        tmp_path_factory: pytest.TempPathFactory) -> Iterator[broker_testing.StandaloneProcess]:
+    node = broker_testing.StandaloneProcess(tmp_path_factory.mktemp("max-topics") / "data", {
+        "journalSyncData": "false",
+        "maxTopicsPerNamespace": str(BROKER_LIMIT),
+    })
+    node.start()
+    yield node
+    node.stop()
 
 
 def _producer_error(conn, topic: str) -> pb.CommandError:
@@ -82,9 +99,18 @@ def test_system_topics_are_neither_counted_nor_limited(client, admin, namespace)
         client.create_producer(f"persistent://{namespace}/second")
 
 
-def test_removing_the_policy_falls_back_to_the_broker_setting(client, admin, namespace):
+def test_without_a_policy_the_broker_setting_limits(client, admin, namespace):
     admin.set_policy(namespace, "maxTopicsPerNamespace", 1)
     client.create_producer(f"persistent://{namespace}/first").close()
+    with pytest.raises(pulsar.NotAllowedError):
+        client.create_producer(f"persistent://{namespace}/second")
     admin.ok("DELETE", f"/admin/v2/namespaces/{namespace}/maxTopicsPerNamespace")
-    for index in range(3):
-        client.create_producer(f"persistent://{namespace}/more-{index}").close()
+    client.create_producer(f"persistent://{namespace}/second").close()
+    with pytest.raises(pulsar.NotAllowedError):
+        client.create_producer(f"persistent://{namespace}/third")
+
+
+def test_a_namespace_policy_of_zero_lifts_the_broker_limit(client, admin, namespace):
+    admin.set_policy(namespace, "maxTopicsPerNamespace", 0)
+    for index in range(BROKER_LIMIT + 2):
+        client.create_producer(f"persistent://{namespace}/many-{index}").close()
