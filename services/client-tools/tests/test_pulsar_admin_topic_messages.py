@@ -33,6 +33,22 @@ def test_examine_messages_and_get_message_id(admin, client: pulsar.Client, uniqu
     assert naive.returncode != 0
 
 
+
+def test_examine_messages_shows_the_first_message_of_a_batch(
+        admin, client: pulsar.Client, unique: str) -> None:
+    topic = f"persistent://public/default/examine-batch-{unique}"
+    producer = client.create_producer(topic, batching_enabled=True,
+                                      batching_max_publish_delay_ms=50)
+    for i in range(3):
+        producer.send_async(f"in-batch-{i}".encode(), None, properties={"i": str(i)})
+    producer.flush()
+    producer.close()
+    shown = admin.ok("topics", "examine-messages", topic)
+    assert shown.splitlines()[0].startswith("Batch Message ID: ")
+    assert shown.splitlines()[0].endswith(":0")
+    assert '"i": "0"' in shown and "|in-batch-0" in shown
+
+
 def test_partitioned_topic_commands_and_topic_properties(admin, unique: str) -> None:
     topic = f"persistent://public/default/parts-{unique}"
     admin.ok("topics", "create-partitioned-topic", topic, "-p", "2", "-m", "a=1,b=2")
