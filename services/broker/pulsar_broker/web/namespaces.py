@@ -195,7 +195,7 @@ def non_negative_long(body: Any) -> int:
     return value
 
 
-def _delayed_delivery(body: Any) -> dict[str, Any]:
+def delayed_delivery(body: Any) -> dict[str, Any]:
     """Apache's DelayedDeliveryPolicies: active, tickTime (ms) and maxDeliveryDelayInMillis,
     which is refused when set (no limit on delays is enforced yet)."""
     if not isinstance(body, dict) or not isinstance(body.get("active", True), bool):
@@ -209,7 +209,7 @@ def _delayed_delivery(body: Any) -> dict[str, Any]:
             "maxDeliveryDelayInMillis": 0}
 
 
-def _boolean(body: Any) -> bool:
+def boolean(body: Any) -> bool:
     if not isinstance(body, bool):
         raise errors.InvalidRequestError("Value must be true or false")
     return body
@@ -241,7 +241,7 @@ def _auto_topic_creation_limits(value: dict[str, Any], conf: BrokerConfig) -> No
             f"Number of partitions should be less than or equal to {highest}")
 
 
-def _persistence(body: Any) -> dict[str, Any]:
+def persistence(body: Any) -> dict[str, Any]:
     """PersistencePolicies: ack quorum <= write quorum <= ensemble, all at least 1."""
     if not isinstance(body, dict):
         raise errors.InvalidRequestError("Persistence policies must be a JSON object")
@@ -262,7 +262,7 @@ def _persistence(body: Any) -> dict[str, Any]:
             "bookkeeperAckQuorum": ack_quorum, "managedLedgerMaxMarkDeleteRate": mark_delete_rate}
 
 
-def _persistence_limits(value: dict[str, Any], conf: BrokerConfig) -> None:
+def persistence_limits(value: dict[str, Any], conf: BrokerConfig) -> None:
     """The broker's managedLedgerMax* settings bound what a namespace may ask for."""
     bounds = [("bookkeeperEnsemble", "Bookkeeper-Ensemble", conf.managed_ledger_max_ensemble_size),
               ("bookkeeperWriteQuorum", "Bookkeeper-WriteQuorum",
@@ -288,13 +288,13 @@ def _clusters(body: Any) -> list[str]:
 _simple_policy("/retention", "retention_policies", retention_policies)
 _simple_policy("/messageTTL", "message_ttl_in_seconds", non_negative_int)
 _simple_policy("/compactionThreshold", "compaction_threshold", non_negative_long, ("PUT",))
-_simple_policy("/deduplication", "deduplicationEnabled", _boolean)
-_simple_policy("/persistence", "persistence", _persistence, limits=_persistence_limits)
+_simple_policy("/deduplication", "deduplicationEnabled", boolean)
+_simple_policy("/persistence", "persistence", persistence, limits=persistence_limits)
 _simple_policy("/autoTopicCreation", "autoTopicCreationOverride", _auto_topic_creation,
                limits=_auto_topic_creation_limits)
-_simple_policy("/delayedDelivery", "delayed_delivery_policies", _delayed_delivery)
-_simple_policy("/isAllowAutoUpdateSchema", "is_allow_auto_update_schema", _boolean)
-_simple_policy("/schemaValidationEnforced", "schema_validation_enforced", _boolean,
+_simple_policy("/delayedDelivery", "delayed_delivery_policies", delayed_delivery)
+_simple_policy("/isAllowAutoUpdateSchema", "is_allow_auto_update_schema", boolean)
+_simple_policy("/schemaValidationEnforced", "schema_validation_enforced", boolean,
                unset=False)
 # Like Apache's, an undefined strategy reads as the default, FULL.
 _simple_policy("/schemaCompatibilityStrategy", "schema_compatibility_strategy", _compatibility,
@@ -357,7 +357,7 @@ INACTIVE_TOPIC_DELETE_MODES = ("delete_when_no_subscriptions",
                                "delete_when_subscriptions_caught_up")
 
 
-def _inactive_topic_policies(body: Any) -> dict[str, Any]:
+def inactive_topic_policies(body: Any) -> dict[str, Any]:
     if not isinstance(body, dict) or not isinstance(body.get("deleteWhileInactive"), bool):
         raise errors.InvalidRequestError("InactiveTopicPolicies need a boolean deleteWhileInactive")
     mode = body.get("inactiveTopicDeleteMode", INACTIVE_TOPIC_DELETE_MODES[0])
@@ -372,7 +372,7 @@ def _inactive_topic_policies(body: Any) -> dict[str, Any]:
             "deleteWhileInactive": body["deleteWhileInactive"]}
 
 
-def _auto_subscription_creation(body: Any) -> dict[str, bool]:
+def auto_subscription_creation(body: Any) -> dict[str, bool]:
     if not isinstance(body, dict) or not isinstance(body.get("allowAutoSubscriptionCreation"),
                                                     bool):
         raise errors.InvalidRequestError(
@@ -408,10 +408,10 @@ _simple_policy("/publishRate", "publishMaxMessageRate", publish_rate)
 _simple_policy("/dispatchRate", "topicDispatchRate", dispatch_rate)
 _simple_policy("/subscriptionDispatchRate", "subscriptionDispatchRate", dispatch_rate)
 _simple_policy("/subscribeRate", "clusterSubscribeRate", subscribe_rate)
-_simple_policy("/inactiveTopicPolicies", "inactive_topic_policies", _inactive_topic_policies)
+_simple_policy("/inactiveTopicPolicies", "inactive_topic_policies", inactive_topic_policies)
 _simple_policy("/autoSubscriptionCreation", "autoSubscriptionCreationOverride",
-               _auto_subscription_creation)
-_simple_policy("/encryptionRequired", "encryption_required", _boolean)
+               auto_subscription_creation)
+_simple_policy("/encryptionRequired", "encryption_required", boolean)
 _simple_policy("/subscriptionAuthMode", "subscription_auth_mode", _subscription_auth_mode)
 
 
@@ -438,7 +438,7 @@ async def get_backlog_quota_map(request: web.Request) -> web.Response:
     return rest.ok_json(policies.get("backlog_quota_map") or {})
 
 
-def _quota_type(request: web.Request) -> str:
+def backlog_quota_type(request: web.Request) -> str:
     quota_type = request.query.get("backlogQuotaType", "destination_storage")
     if quota_type not in BACKLOG_QUOTA_TYPES:
         raise errors.InvalidRequestError(f"Invalid backlogQuotaType {quota_type}")
@@ -447,7 +447,7 @@ def _quota_type(request: web.Request) -> str:
 
 @routes.post(NS + "/backlogQuota")
 async def set_backlog_quota(request: web.Request) -> web.Response:
-    quota_type = _quota_type(request)
+    quota_type = backlog_quota_type(request)
     body = await rest.body_json(request)
     if not isinstance(body, dict):
         raise errors.InvalidRequestError("Backlog quota must be a JSON object")
@@ -469,7 +469,7 @@ async def set_backlog_quota(request: web.Request) -> web.Response:
 
 @routes.delete(NS + "/backlogQuota")
 async def remove_backlog_quota(request: web.Request) -> web.Response:
-    quota_type = _quota_type(request)
+    quota_type = backlog_quota_type(request)
 
     def change(policies: dict[str, Any]) -> None:
         (policies.get("backlog_quota_map") or {}).pop(quota_type, None)

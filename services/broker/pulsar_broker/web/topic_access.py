@@ -61,10 +61,11 @@ async def create(service: BrokerService, name: naming.TopicName) -> PersistentTo
     await service.check_namespace(name.namespace_name)
     await service.namespaces.check_ownership(name)
     if not await service.ledger_factory.exists(name.persistence_name):
-        # The first ledger already follows the namespace's persistence policy.
-        namespace_policies = await service.policies.policies_of(name.namespace_name)
+        # The first ledger already follows the persistence policy in force for the topic
+        # (its own topic-level value, else the namespace's).
+        topic_policies = await service.policies.policies_of_topic(name)
         await service.ledger_factory.open(name.persistence_name,
-                                          service.policies.ledger_config(namespace_policies))
+                                          service.policies.ledger_config(topic_policies))
     topic = await service.get_topic(name, create=False)
     if topic is None:
         raise errors.TopicNotFoundError("Topic not found")

@@ -181,14 +181,14 @@ _topic_policy("/subscribeRate", "subscribeRate", namespaces.subscribe_rate,
               default=lambda conf, _: {
                   "subscribeThrottlingRatePerConsumer": conf.subscribe_throttling_rate_per_consumer,
                   "ratePeriodInSecond": conf.subscribe_rate_period_per_consumer_in_second})
-_topic_policy("/deduplicationEnabled", "deduplicationEnabled", namespaces._boolean,
+_topic_policy("/deduplicationEnabled", "deduplicationEnabled", namespaces.boolean,
               default=lambda conf, _: conf.broker_deduplication_enabled)
-_topic_policy("/persistence", "persistence", namespaces._persistence,
-              limits=namespaces._persistence_limits, default=_persistence)
+_topic_policy("/persistence", "persistence", namespaces.persistence,
+              limits=namespaces.persistence_limits, default=_persistence)
 _topic_policy("/inactiveTopicPolicies", "inactiveTopicPolicies",
-              namespaces._inactive_topic_policies, default=_inactive)
+              namespaces.inactive_topic_policies, default=_inactive)
 _topic_policy("/autoSubscriptionCreation", "autoSubscriptionCreationOverride",
-              namespaces._auto_subscription_creation,
+              namespaces.auto_subscription_creation,
               default=lambda conf, _: {
                   "allowAutoSubscriptionCreation": conf.allow_auto_subscription_creation})
 
@@ -213,7 +213,7 @@ async def get_delayed_delivery(request: web.Request) -> web.Response:
 
 @routes.post(DELAYED_PATH)
 async def set_delayed_delivery(request: web.Request) -> web.Response:
-    body = namespaces._delayed_delivery(await rest.body_json(request))
+    body = namespaces.delayed_delivery(await rest.body_json(request))
 
     def change(stored: dict[str, Any]) -> None:
         stored["delayedDeliveryEnabled"] = body["active"]
@@ -260,7 +260,7 @@ async def get_backlog_quota_map(request: web.Request) -> web.Response:
 
 @routes.post(TOPIC + "/backlogQuota")
 async def set_backlog_quota(request: web.Request) -> web.Response:
-    quota_type = namespaces._quota_type(request)
+    quota_type = namespaces.backlog_quota_type(request)
     quota = _backlog_quota(await rest.body_json(request))
 
     def change(stored: dict[str, Any]) -> None:
@@ -272,7 +272,7 @@ async def set_backlog_quota(request: web.Request) -> web.Response:
 
 @routes.delete(TOPIC + "/backlogQuota")
 async def remove_backlog_quota(request: web.Request) -> web.Response:
-    quota_type = namespaces._quota_type(request)
+    quota_type = namespaces.backlog_quota_type(request)
 
     def change(stored: dict[str, Any]) -> None:
         quotas = dict(stored.get(policies.TOPIC_BACKLOG_QUOTAS) or {})

@@ -44,16 +44,21 @@ def test_a_topic_without_auto_subscription_creation_refuses_a_new_subscription(
     quick_client.subscribe(closed, "new-one").close()
 
 
-def test_a_topic_persistence_policy_wins_over_the_namespace(client, admin, namespace):
+@pytest.mark.parametrize("created_by", ["producer", "admin"])
+def test_a_topic_persistence_policy_wins_over_the_namespace(client, admin, namespace,
+                                                            created_by):
     # The standalone has one bookie: the namespace's 2/2/2 cannot be placed, the topic's 1/1/1
-    # can, and shows in its ledger's metadata.
+    # can, and shows in its ledger's metadata, from the first ledger on, whether a client or
+    # `PUT .../{topic}` creates the topic.
     admin.set_policy(namespace, "persistence", {
         "bookkeeperEnsemble": 2, "bookkeeperWriteQuorum": 2, "bookkeeperAckQuorum": 2,
         "managedLedgerMaxMarkDeleteRate": 0})
-    topic = f"persistent://{namespace}/own-quorums"
+    topic = f"persistent://{namespace}/own-quorums-{created_by}"
     admin.ok("POST", _topic_path(topic, "persistence"), {
         "bookkeeperEnsemble": 1, "bookkeeperWriteQuorum": 1, "bookkeeperAckQuorum": 1,
         "managedLedgerMaxMarkDeleteRate": 0})
+    if created_by == "admin":
+        admin.ok("PUT", f"/admin/v2/{topic.replace('://', '/')}")
     client.create_producer(topic).send(b"x")
     ledgers = admin.internal_stats(topic, metadata=True)["ledgers"]
     quorums = {(m["ensembleSize"], m["writeQuorumSize"], m["ackQuorumSize"])
