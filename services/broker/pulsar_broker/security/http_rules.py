@@ -58,6 +58,8 @@ _TOPIC_SUFFIXES: dict[tuple[str, str], Rule] = {
     ("GET", "/lastMessageId"): CONSUME,
     ("GET", "/subscriptions"): CONSUME,
     ("GET", "/ledger/{ledger}/entry/{entry}"): CONSUME,
+    ("GET", "/examinemessage"): CONSUME,  # Apache: PEEK_MESSAGES, granted with consume
+    ("GET", "/messageid/{timestamp}"): CONSUME,
 }
 _SCHEMA = "/admin/v2/schemas/{tenant}/{namespace}/{topic}"
 _SCHEMA_READS = frozenset({("GET", "/schema"), ("GET", "/schema/{version}"),
