@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from pulsar_broker.managed_ledger import stats
     from pulsar_broker.managed_ledger.config import ManagedLedgerConfig
 
 
@@ -211,6 +212,10 @@ class ManagedLedger(Protocol):
     async def delete(self) -> None:
         """Delete every ledger, every cursor and the metadata."""
 
+    @property
+    def stats(self) -> stats.ManagedLedgerStats:
+        """What this instance counted since it was opened (adds, reads, mark-deletes)."""
+
 
 class ManagedLedgerFactory(Protocol):
     @property
@@ -231,3 +236,6 @@ class ManagedLedgerFactory(Protocol):
     async def delete(self, name: str) -> None: ...
 
     async def shutdown(self) -> None: ...
+
+    def cache_counts(self) -> stats.CacheCounts:
+        """The shared entry cache's size and counters now."""

@@ -3,7 +3,8 @@
 One cache is shared by every managed ledger of a factory, bounded in bytes
 (managedLedgerCacheSizeMB). Entries go in when they are added; when the
 limit is reached the oldest ones leave first. Catch-up reads of older data
-do not pollute it.
+do not pollute it. It counts hits, misses (recorded by the reader that went
+to the bookies) and evictions, as Apache's cache statistics do (stats.py).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Callable
 
-from pulsar_broker.managed_ledger import api
+from pulsar_broker.managed_ledger import api, stats
 
 _Key = tuple[str, int, int]
 
@@ -25,8 +26,13 @@ class EntryCache:
         self._entries: collections.OrderedDict[_Key, api.Entry] = collections.OrderedDict()
         self._size_bytes = 0
         self.hits = 0
+        self.hit_bytes = 0
         self.misses = 0
+        self.miss_bytes = 0
+        #: Times room had to be made for a new entry, and the entries that left for it.
         self.evictions = 0
+        self.evicted_entries = 0
+        self.inserted_entries = 0
 
     @property
     def size_bytes(self) -> int:
@@ -42,20 +48,39 @@ class EntryCache:
         key = (ledger_name, entry.position.ledger_id, entry.position.entry_id)
         if key in self._entries:
             return
+        if self._size_bytes + size > self.limit_bytes:
+            self._make_room(size)
+        self._entries[key] = entry
+        self._size_bytes += size
+        self.inserted_entries += 1
+
+    def _make_room(self, size: int) -> None:
+        self.evictions += 1
         while self._size_bytes + size > self.limit_bytes:
             _, oldest = self._entries.popitem(last=False)
             self._size_bytes -= len(oldest.data)
-            self.evictions += 1
-        self._entries[key] = entry
-        self._size_bytes += size
+            self.evicted_entries += 1
 
     def get(self, ledger_name: str, position: api.Position) -> api.Entry | None:
+        """The cached entry (a hit is counted), or None (the caller counts what it then
+        reads from the bookies with record_misses)."""
         entry = self._entries.get((ledger_name, position.ledger_id, position.entry_id))
-        if entry is None:
-            self.misses += 1
-        else:
+        if entry is not None:
             self.hits += 1
+            self.hit_bytes += len(entry.data)
         return entry
+
+    def record_misses(self, entries: int, size_bytes: int) -> None:
+        """entries (size_bytes in all) were read from the bookies: the cache lacked them."""
+        self.misses += entries
+        self.miss_bytes += size_bytes
+
+    def counts(self) -> stats.CacheCounts:
+        return stats.CacheCounts(
+            used_bytes=self._size_bytes, entries=len(self._entries), hits=self.hits,
+            hit_bytes=self.hit_bytes, misses=self.misses, miss_bytes=self.miss_bytes,
+            evictions=self.evictions, inserted_entries=self.inserted_entries,
+            evicted_entries=self.evicted_entries)
 
     def contains(self, ledger_name: str, position: api.Position) -> bool:
         return (ledger_name, position.ledger_id, position.entry_id) in self._entries

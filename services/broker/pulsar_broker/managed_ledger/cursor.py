@@ -8,7 +8,9 @@ managed ledger's path, debounced by managedLedgerCursorPositionFlushSeconds
 and flushed on close. What was
 persisted is never redelivered after a restart; what was not acknowledged is
 never skipped (acknowledgements not yet persisted may be redelivered).
-A non-durable cursor (a reader) keeps the same state in memory only.
+A non-durable cursor (a reader) keeps the same state in memory only. A
+durable cursor counts each move of its mark-delete position in its managed
+ledger's stats (Apache's MarkDeleteRate).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
-from pulsar_broker.managed_ledger import api, config, errors, layout, metadata, ranges
+from pulsar_broker.managed_ledger import api, config, errors, layout, metadata, ranges, stats
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +51,10 @@ class CursorLedger(Protocol):
     def is_closed(self) -> bool: ...
 
     def now_ms(self) -> int: ...
+
+    @property
+    def stats(self) -> stats.ManagedLedgerStats:
+        """Where a durable cursor counts its mark-delete moves."""
 
     async def read_entry(self, position: api.Position) -> api.Entry: ...
 
@@ -300,6 +306,8 @@ class ManagedCursorImpl:
         if properties is not None:
             self._properties = dict(properties)
         moved = self._acks.acknowledge_cumulative(position)
+        if moved and self._durable:
+            self._ledger.stats.mark_deletes += 1
         if moved and self._batch_acks:
             for done in [p for p in self._batch_acks if p <= position]:
                 del self._batch_acks[done]
@@ -316,7 +324,10 @@ class ManagedCursorImpl:
                 changed = self._acks.acknowledge(position) or changed
                 self._batch_acks.pop(position, None)
         if changed:
-            await self._acknowledged(True, mark_delete_moved=before != self.mark_delete_position)
+            moved = before != self.mark_delete_position
+            if moved and self._durable:
+                self._ledger.stats.mark_deletes += 1
+            await self._acknowledged(True, mark_delete_moved=moved)
 
     async def delete_batch_indexes(self, position: api.Position, ack_set: Sequence[int]) -> None:
         """Acknowledge some messages of a batch: ack_set's set bits are those still not

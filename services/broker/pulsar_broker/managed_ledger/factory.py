@@ -16,7 +16,7 @@ from pulsar_bookie.client import api as client_api
 from pulsar_common import clock
 from pulsar_common.metadata import api as metadata_api
 
-from pulsar_broker.managed_ledger import api, cache, config, cursor, errors, ledger, metadata
+from pulsar_broker.managed_ledger import api, cache, config, cursor, errors, ledger, metadata, stats
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +80,10 @@ class ManagedLedgerFactoryImpl:
             return managed
         finally:
             self._opening.pop(name, None)
+
+    def cache_counts(self) -> stats.CacheCounts:
+        """The shared entry cache's size and counters now (Apache's cache statistics)."""
+        return self.entry_cache.counts()
 
     def get(self, name: str) -> ledger.ManagedLedgerImpl | None:
         """The open instance, if any (no I/O)."""

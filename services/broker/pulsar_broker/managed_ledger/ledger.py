@@ -42,6 +42,7 @@ from pulsar_broker.managed_ledger import (
     metadata,
     recovery,
     rollover,
+    stats,
     trimmer,
 )
 
@@ -78,9 +79,12 @@ class ManagedLedgerImpl:
         self.now_ms = now_ms
         self._on_close = on_close
         self.password = b""
+        #: What this instance counted since it was opened (Apache's ManagedLedgerMBeanImpl).
+        self.stats = stats.ManagedLedgerStats()
         self._list = ledger_list.LedgerList(metadata.ManagedLedgerMetadata(store, name), self.fence)
-        self._reader = ledger_reader.LedgerReader(name, client, entry_cache, self.password)
-        self._pipeline = add_pipeline.AddPipeline(name, self, now_ms, self._spawn)
+        self._reader = ledger_reader.LedgerReader(
+            name, client, entry_cache, self.password, self.stats)
+        self._pipeline = add_pipeline.AddPipeline(name, self, now_ms, self._spawn, self.stats)
         self._rollover = rollover.Rollover(self, self._list, self._pipeline)
         self._trimmer = trimmer.Trimmer(self, self._list)
         self._state = State.OPEN

@@ -2,7 +2,8 @@
 
 Keeps a bounded set of open read handles (one per ledger recently read) and
 the write handle of the current ledger, which serves tailing reads that
-missed the cache.
+missed the cache. Counts the entries read, the read errors and the cache
+misses (stats.py).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pulsar_bookie import errors as bookie_errors
 from pulsar_bookie import types
 from pulsar_bookie.client import api as client_api
 
-from pulsar_broker.managed_ledger import api, cache, errors
+from pulsar_broker.managed_ledger import api, cache, errors, stats
 
 #: Read handles of older ledgers kept open at once per managed ledger.
 READ_HANDLES_MAX = 8
@@ -28,8 +29,10 @@ class LedgerReader:
         client: client_api.LedgerClient,
         entry_cache: cache.EntryCache,
         password: bytes,
+        ml_stats: stats.ManagedLedgerStats,
     ):
         self._name = name
+        self._stats = ml_stats
         self._client = client
         self._cache = entry_cache
         self._password = password
@@ -48,18 +51,27 @@ class LedgerReader:
     async def read(self, ledger_id: int, first: int, last: int) -> list[api.Entry]:
         """Entries first..last of one ledger, in order."""
         result: list[api.Entry] = []
+        size = 0
         entry_id = first
         while entry_id <= last:
             cached = self._cache.get(self._name, api.Position(ledger_id, entry_id))
             if cached is not None:
                 result.append(cached)
+                size += len(cached.data)
                 entry_id += 1
                 continue
             miss_end = entry_id
             while miss_end < last and not self._is_cached(ledger_id, miss_end + 1):
                 miss_end += 1
-            result.extend(await self._read_from_ledger(ledger_id, entry_id, miss_end))
+            read = await self._read_from_ledger(ledger_id, entry_id, miss_end)
+            read_size = sum(len(entry.data) for entry in read)
+            self._cache.record_misses(len(read), read_size)
+            self._stats.cache_missed_entries += len(read)
+            result.extend(read)
+            size += read_size
             entry_id = miss_end + 1
+        self._stats.entries_read += len(result)
+        self._stats.read_bytes += size
         return result
 
     async def read_positions(
@@ -96,10 +108,14 @@ class LedgerReader:
         return self._cache.contains(self._name, api.Position(ledger_id, entry_id))
 
     async def _read_from_ledger(self, ledger_id: int, first: int, last: int) -> list[api.Entry]:
-        handle = await self._handle(ledger_id)
         try:
+            handle = await self._handle(ledger_id)
             entries = await handle.read(first, last)
+        except errors.NonRecoverableLedgerError:
+            self._stats.read_errors += 1
+            raise
         except bookie_errors.BookieError as exc:
+            self._stats.read_errors += 1
             raise errors.NonRecoverableLedgerError(
                 f"{self._name}: cannot read {ledger_id}:{first}..{last}: {exc}"
             ) from exc

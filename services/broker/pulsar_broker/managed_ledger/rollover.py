@@ -9,7 +9,8 @@ created for lack of writable bookies, creation is retried with a doubling
 pause; when new ledgers keep breaking before any add succeeds on them, each
 next one waits a doubling pause too, so the adds are not spun from ledger to
 ledger. Waiting adds fail only once they waited
-managedLedgerAddEntryTimeoutSeconds.
+managedLedgerAddEntryTimeoutSeconds. The time from the start of a rollover
+until the new ledger takes adds is counted as a ledger switch (stats.py).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pulsar_bookie import errors as bookie_errors
 from pulsar_bookie.client import api as client_api
 from pulsar_common import backoff
 
-from pulsar_broker.managed_ledger import add_pipeline, config, errors, ledger_list
+from pulsar_broker.managed_ledger import add_pipeline, config, errors, ledger_list, stats
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,9 @@ class RolloverOwner(Protocol):
     def config(self) -> config.ManagedLedgerConfig: ...
 
     def now_ms(self) -> int: ...
+
+    @property
+    def stats(self) -> stats.ManagedLedgerStats: ...
 
     @property
     def entries_added_counter(self) -> int:
@@ -100,6 +104,7 @@ class Rollover:
     async def _run(self) -> None:
         old = self._ledgers.current
         assert old is not None
+        started_ms = self._owner.now_ms()
         creating: asyncio.Future[client_api.WriteHandle] | None = None
         try:
             if self._ledgers.current_broken:
@@ -128,6 +133,7 @@ class Rollover:
                 self._owner.discard_ledger(new.ledger_id)
                 return
             self._owner.rolled_over(old)
+            self._owner.stats.ledger_switched(self._owner.now_ms() - started_ms)
         except BaseException:
             if creating is not None and not creating.done():
                 creating.cancel()

@@ -64,6 +64,8 @@ class ServerConnection(asyncio.Protocol):
         self.pending_sends = 0
         #: Why reading is paused (pending sends over the limit, a publish rate); empty: reading.
         self._pause_reasons: set[str] = set()
+        #: Whether this connection counts in the broker's throttled connections.
+        self._throttled = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._keepalive: asyncio.TimerHandle | None = None
         self._seen_since_ping = True
@@ -130,6 +132,7 @@ class ServerConnection(asyncio.Protocol):
             self._keepalive.cancel()
         self.security.close()
         self.transport = None
+        self._count_throttled(False)
         if self._admitted_ip is not None:
             self._connections.release(self._admitted_ip)
             self._admitted_ip = None
@@ -232,15 +235,24 @@ class ServerConnection(asyncio.Protocol):
     def _pause_reading(self, reason: str) -> None:
         if not self._pause_reasons and self.transport is not None:
             self.transport.pause_reading()
+            self._count_throttled(True)
         self._pause_reasons.add(reason)
 
     def _resume_reading(self, reason: str) -> None:
         if reason not in self._pause_reasons:
             return
         self._pause_reasons.discard(reason)
-        if not self._pause_reasons and self.transport is not None \
-                and not self.transport.is_closing():
-            self.transport.resume_reading()
+        if not self._pause_reasons:
+            self._count_throttled(False)
+            if self.transport is not None and not self.transport.is_closing():
+                self.transport.resume_reading()
+
+    def _count_throttled(self, throttled: bool) -> None:
+        """Keep the broker's count of throttled connections (pulsar_broker_throttled_connections)
+        in step with this connection, which is counted once while reading is paused."""
+        if throttled != self._throttled:
+            self._throttled = throttled
+            self.service.telemetry.connection_throttled(throttled)
 
     # Keepalive
 

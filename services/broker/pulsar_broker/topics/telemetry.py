@@ -6,7 +6,10 @@ sample per entry, so a topic is handed a `TopicTelemetry` when it is built
 and calls it once per entry added. The broker service owns one `Recorders`
 for all its topics; each web application that serves `/metrics` adds its
 recorder to it while it runs. The call is on the publish path: an
-implementation must stay a few additions long.
+implementation must stay a few additions long. `Recorders` also holds the
+broker's count of connections whose reading is paused now (throttled, as
+Apache's `pulsar_broker_throttled_connections` counts them), which each
+connection keeps up to date as it pauses and resumes.
 """
 
 from __future__ import annotations
@@ -34,6 +37,12 @@ class Recorders:
 
     def __init__(self) -> None:
         self._recorders: tuple[TopicTelemetry, ...] = ()
+        #: Connections whose reading is paused now (pending publish requests, publish rate).
+        self.throttled_connections = 0
+
+    def connection_throttled(self, throttled: bool) -> None:
+        """A connection paused reading (True) or resumed it (False)."""
+        self.throttled_connections += 1 if throttled else -1
 
     def add(self, recorder: TopicTelemetry) -> None:
         self._recorders = (*self._recorders, recorder)

@@ -25,17 +25,26 @@ topics add and dispatchers read. The managed-ledger series
 `_StoredMessagesSize`) are always per namespace, labelled as Apache does
 with the ledgers' prefix `<tenant>/<namespace>/persistent`, and served by a
 collector of their own because OpenTelemetry lower-cases instrument names.
+The same collector serves the other managed-ledger series and the entry
+cache's (`pulsar_ml_AddEntrySucceed`, `_AddEntryLatencyBuckets`, ...,
+`pulsar_ml_cache_hits_rate`, ...: ml_metrics.py), from the managed ledgers'
+own counters taken every sampling interval.
 The broker's connection series (`pulsar_active_connections`,
 `pulsar_connection_created_total_count`, ...) are gauges labelled `cluster`,
 `broker` (the advertised address) and `metric="broker_connection"`, as
 Apache's are, read from the connections of every binary-protocol listener
-(service/connections.py). The process's own `process_*` and `python_*` series come from
+(service/connections.py); `pulsar_broker_throttled_connections` (label
+`cluster`) counts the connections whose reading is paused now, for
+maxPendingPublishRequestsPerConnection or a publish rate. The process's own `process_*` and `python_*` series come from
 pulsar_common.process_metrics (Apache's JVM exposes `jvm_*` instead).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,7 +62,7 @@ from pulsar_broker.service import connections
 from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.topics import out_counters, policies
 from pulsar_broker.topics.persistent_topic import PersistentTopic
-from pulsar_broker.web import entry_stats, rates
+from pulsar_broker.web import entry_stats, ml_metrics, rates
 
 #: Topics whose add-entry statistics are kept; statistics of unloaded topics are dropped at
 #: every scrape, and all of them past this many topics.
@@ -100,6 +109,8 @@ class TopicSample:
     subscription_samples: list[SubscriptionSample] = field(default_factory=list)
     #: entries.series() as a dict, filled once per scrape.
     entry_series: dict[str, float] = field(default_factory=dict)
+    #: What the topic's managed ledger counted during the last sampling interval.
+    ledger_growth: ml_metrics.LedgerGrowth = field(default_factory=ml_metrics.LedgerGrowth)
 
     def add(self, other: TopicSample) -> None:
         """Fold other (a topic of the same namespace) into these sums."""
@@ -109,6 +120,7 @@ class TopicSample:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.rates = self.rates + other.rates
         self.entries.add(other.entries)
+        self.ledger_growth = self.ledger_growth.plus(other.ledger_growth)
 
 
 _Read = Callable[[TopicSample], float]
@@ -214,6 +226,7 @@ class BrokerMetrics:
         self._topics_per_namespace: dict[str, int] = {}
         self._out = out_counters.OutCounters()
         self._entry_stats: dict[str, entry_stats.EntryStats] = {}
+        self.ledger_sampler = ml_metrics.LedgerSampler()
         self._observe(self._provider.get_meter("pulsar_broker"))
         # OpenTelemetry lower-cases instrument names; these keep Apache's mixed case.
         self.registry.register(_ManagedLedgerCollector(self))
@@ -296,7 +309,16 @@ class BrokerMetrics:
             consumers=len(everyone), delayed=sum(s.delayed for s in subscription_samples),
             rates=self.tracker.topic_rates(name),
             entries=self._entry_stats.get(name) or entry_stats.EntryStats(),
-            subscription_samples=subscription_samples)
+            subscription_samples=subscription_samples,
+            ledger_growth=self.ledger_sampler.growth(topic.ledger.name))
+
+    def sample_ledgers(self, now_s: float) -> None:
+        """Take the managed ledgers' and the entry cache's counters (every sampling interval;
+        public so a test can drive it with its own clock)."""
+        ledgers = [ml_metrics.LedgerCounters(topic.ledger.name, topic.ledger.stats,
+                                             self._write_quorum(topic))
+                   for topic in self.service.loaded_topics]
+        self.ledger_sampler.tick(ledgers, self.service.ledger_factory.cache_counts(), now_s)
 
     def _write_quorum(self, topic: PersistentTopic) -> int:
         default = self.service.ledger_factory.default_config
@@ -369,6 +391,13 @@ class _ManagedLedgerCollector(prometheus_client.registry.Collector):
                 family.add_metric([sample.labels["cluster"], sample.labels["namespace"]],
                                   read(sample))
             yield family
+        sampler = self._metrics.ledger_sampler
+        yield from ml_metrics.ledger_families(
+            [(s.labels["cluster"], s.labels["namespace"], s.ledger_growth) for s in samples],
+            sampler.interval_s)
+        service = self._metrics.service
+        yield from ml_metrics.cache_families(
+            service.config.cluster_name, service.ledger_factory.cache_counts(), sampler)
 
 
 class _ConnectionCollector(prometheus_client.registry.Collector):
@@ -385,10 +414,18 @@ class _ConnectionCollector(prometheus_client.registry.Collector):
                 name, description, labels=["cluster", "broker", "metric"])
             family.add_metric(labels, read(self._service.connections))
             yield family
+        throttled = prometheus_client.metrics_core.GaugeMetricFamily(
+            "pulsar_broker_throttled_connections",
+            "Connections whose reading is paused now (pending publish requests or publish rate)",
+            labels=["cluster"])
+        throttled.add_metric([conf.cluster_name], self._service.telemetry.throttled_connections)
+        yield throttled
 
 
-def install(app: web.Application, service: BrokerService) -> None:
-    """Give app its own metrics and the `/metrics` route (after rates.install)."""
+def install(app: web.Application, service: BrokerService,
+            interval_s: float = rates.RATE_INTERVAL_S) -> None:
+    """Give app its own metrics and the `/metrics` route (after rates.install), and take the
+    managed ledgers' counters every interval_s while the app runs."""
     metrics = BrokerMetrics(service, app[rates.TRACKER_KEY])
     service.telemetry.add(metrics)
     app[METRICS_KEY] = metrics
@@ -400,6 +437,19 @@ def install(app: web.Application, service: BrokerService) -> None:
     async def stop(app: web.Application) -> None:
         metrics.shutdown()
 
+    async def sampling(app: web.Application) -> AsyncIterator[None]:
+        async def loop() -> None:
+            while True:
+                metrics.sample_ledgers(time.monotonic())
+                await asyncio.sleep(interval_s)
+
+        task = asyncio.create_task(loop(), name="web-ledger-stats-sampler")
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
     app.router.add_get("/metrics", scrape)
     app.router.add_get("/metrics/", scrape)
     app.on_cleanup.append(stop)
+    app.cleanup_ctx.append(sampling)

@@ -1,10 +1,13 @@
-"""The web app of an in-process standalone: the add-entry latency hook and app shutdown."""
+"""The web app of an in-process standalone: the add-entry latency hook, app shutdown, and the
+metrics computed over a sampling interval (rates, the managed-ledger and cache series)."""
 
 from __future__ import annotations
 
 import asyncio
 import pathlib
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import aiohttp
 import pulsar
@@ -202,3 +205,130 @@ async def test_health_check_fails_with_a_reason_when_storage_is_gone(
         async with session.get(url) as broken:
             assert broken.status == 500
             assert (await broken.json())["reason"]
+
+
+NAMESPACE_LEDGERS = "public/default/persistent"
+
+
+def ledger_series(metrics: web_metrics.BrokerMetrics) -> dict[str, float]:
+    """The pulsar_ml_* samples of public/default and the broker-wide ones, by name (bucket
+    samples by name and quantile: `name{quantile}`)."""
+    text = metrics.render().decode()
+    found: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = sample.labels
+            if labels.get("namespace", NAMESPACE_LEDGERS) != NAMESPACE_LEDGERS:
+                continue
+            if not sample.name.startswith(("pulsar_ml_", "pulsar_broker_")):
+                continue
+            key = sample.name + (f"{{{labels['quantile']}}}" if "quantile" in labels else "")
+            found[key] = sample.value
+    return found
+
+
+def bucket_sum(series: dict[str, float], name: str) -> float:
+    return sum(v for k, v in series.items() if k.startswith(name + "{")) + series[
+        name + "_OVERFLOW"]
+
+
+async def until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await asyncio.sleep(0.02)
+
+
+async def produce_then_consume(service: Any, topic: str, count: int, size: int) -> Any:
+    """count entries of size bytes written to a backlog of subscription "sub", then read and
+    acknowledged by a consumer; the loaded topic once the mark-delete position moved."""
+    client = pulsar.Client(service.broker_service_url,
+                           logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
+    try:
+        first = await asyncio.to_thread(client.subscribe, topic, "sub")
+        await asyncio.to_thread(first.close)
+        producer = await asyncio.to_thread(client.create_producer, topic, batching_enabled=False)
+        for _ in range(count):
+            await asyncio.to_thread(producer.send, b"x" * size)
+        consumer = await asyncio.to_thread(client.subscribe, topic, "sub")
+        for _ in range(count):
+            received = await asyncio.to_thread(consumer.receive, 10_000)
+            await asyncio.to_thread(consumer.acknowledge, received)
+        loaded = await service.get_topic(naming.TopicName.parse(topic), create=False)
+        assert loaded is not None
+        cursor = loaded.subscriptions["sub"].cursor
+        await until(lambda: cursor.mark_delete_position == loaded.ledger.last_confirmed_entry)
+        return loaded
+    finally:
+        await asyncio.to_thread(client.close)
+
+
+async def test_managed_ledger_series_count_adds_reads_and_cache_hits_of_the_interval(
+        running: standalone_module.Standalone) -> None:
+    service = running.service
+    assert service is not None
+    metrics = web_metrics.BrokerMetrics(service, rates.RateTracker(service))
+    try:
+        metrics.sample_ledgers(100.0)
+        before = ledger_series(metrics)
+        loaded = await produce_then_consume(
+            service, "persistent://public/default/ml-series", count=3, size=200)
+        metrics.sample_ledgers(102.0)  # a 2 s interval holding the 3 adds and their reads
+        series = ledger_series(metrics)
+        metrics.sample_ledgers(104.0)  # a quiet interval
+        quiet = ledger_series(metrics)
+    finally:
+        metrics.shutdown()
+    assert series["pulsar_ml_AddEntrySucceed"] == 3
+    assert series["pulsar_ml_AddEntryErrors"] == 0
+    assert series["pulsar_ml_ReadEntriesSucceeded"] == 3
+    assert series["pulsar_ml_ReadEntriesErrors"] == 0
+    # Buckets are entries per second of the interval, as Apache divides them by its period.
+    assert bucket_sum(series, "pulsar_ml_AddEntryLatencyBuckets") == 1.5
+    assert series["pulsar_ml_EntrySizeBuckets{128.0_512.0}"] == 1.5  # 200 bytes + metadata
+    assert bucket_sum(series, "pulsar_ml_EntrySizeBuckets") == 1.5
+    assert bucket_sum(series, "pulsar_ml_LedgerSwitchLatencyBuckets") == 0
+    write_quorum = service.ledger_factory.default_config.write_quorum
+    assert series["pulsar_ml_AddEntryWithReplicasBytesRate"] == (
+        loaded.ledger.total_size * write_quorum / 2)
+    assert series["pulsar_ml_MarkDeleteRate"] >= 0.5
+    # The backlog was read just after it was written: from the cache, none from the bookies.
+    assert series["pulsar_ml_ReadEntriesOpsCacheMissesRate"] == 0
+    assert series["pulsar_ml_cache_hits_rate"] == 1.5
+    assert series["pulsar_ml_cache_hits_throughput"] == loaded.ledger.total_size / 2
+    assert series["pulsar_ml_cache_misses_rate"] == 0
+    assert series["pulsar_ml_cache_entries"] >= 3
+    assert series["pulsar_ml_cache_used_size"] >= loaded.ledger.total_size
+    assert series["pulsar_ml_cache_inserted_entries_total"] >= (
+        before["pulsar_ml_cache_inserted_entries_total"] + 3)
+    assert quiet["pulsar_ml_AddEntrySucceed"] == quiet["pulsar_ml_ReadEntriesSucceeded"] == 0
+    assert bucket_sum(quiet, "pulsar_ml_AddEntryLatencyBuckets") == 0
+    assert quiet["pulsar_ml_cache_hits_rate"] == 0
+
+
+async def test_reads_past_a_disabled_cache_are_misses_and_a_rollover_is_a_ledger_switch(
+        tmp_path: pathlib.Path) -> None:
+    instance = in_process_standalone(
+        tmp_path, managedLedgerCacheSizeMB="0", managedLedgerMaxEntriesPerLedger="2",
+        managedLedgerMinLedgerRolloverTimeMinutes="0")
+    await instance.start()
+    service = instance.service
+    assert service is not None
+    metrics = web_metrics.BrokerMetrics(service, rates.RateTracker(service))
+    try:
+        metrics.sample_ledgers(100.0)
+        await produce_then_consume(
+            service, "persistent://public/default/ml-misses", count=3, size=10)
+        metrics.sample_ledgers(102.0)
+        series = ledger_series(metrics)
+    finally:
+        metrics.shutdown()
+        await instance.stop()
+    assert series["pulsar_ml_ReadEntriesSucceeded"] == 3
+    assert series["pulsar_ml_ReadEntriesOpsCacheMissesRate"] == 1.5
+    assert series["pulsar_ml_cache_misses_rate"] == 1.5
+    assert series["pulsar_ml_cache_hits_rate"] == 0
+    assert series["pulsar_ml_cache_entries"] == series["pulsar_ml_cache_used_size"] == 0
+    assert series["pulsar_ml_EntrySizeBuckets{0.0_128.0}"] == 1.5
+    # Two entries per ledger: the third add rolled the ledger over.
+    assert bucket_sum(series, "pulsar_ml_LedgerSwitchLatencyBuckets") >= 0.5

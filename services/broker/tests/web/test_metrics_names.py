@@ -46,7 +46,31 @@ APACHE_CLUSTER_SERIES = {"pulsar_ml_count"}
 APACHE_MANAGED_LEDGER_SERIES = {
     "pulsar_ml_AddEntryMessagesRate", "pulsar_ml_AddEntryBytesRate", "pulsar_ml_ReadEntriesRate",
     "pulsar_ml_ReadEntriesBytesRate", "pulsar_ml_NumberOfMessagesInBacklog",
-    "pulsar_ml_StoredMessagesSize",
+    "pulsar_ml_StoredMessagesSize", "pulsar_ml_AddEntrySucceed", "pulsar_ml_AddEntryErrors",
+    "pulsar_ml_ReadEntriesSucceeded", "pulsar_ml_ReadEntriesErrors",
+    "pulsar_ml_AddEntryWithReplicasBytesRate", "pulsar_ml_ReadEntriesOpsCacheMissesRate",
+    "pulsar_ml_MarkDeleteRate", "pulsar_ml_AddEntryLatencyBuckets_OVERFLOW",
+    "pulsar_ml_LedgerSwitchLatencyBuckets_OVERFLOW", "pulsar_ml_EntrySizeBuckets_OVERFLOW",
+}
+#: Apache's managed-ledger bucket series: one sample per bucket, told apart by the `quantile`
+#: label (Apache's reference lists these values), the last bucket in the _OVERFLOW series.
+APACHE_LATENCY_QUANTILES = ["0.0_0.5", "0.5_1.0", "1.0_5.0", "5.0_10.0", "10.0_20.0",
+                            "20.0_50.0", "50.0_100.0", "100.0_200.0", "200.0_1000.0"]
+APACHE_MANAGED_LEDGER_BUCKETS = {
+    "pulsar_ml_AddEntryLatencyBuckets": APACHE_LATENCY_QUANTILES,
+    "pulsar_ml_LedgerSwitchLatencyBuckets": APACHE_LATENCY_QUANTILES,
+    "pulsar_ml_EntrySizeBuckets": [
+        "0.0_128.0", "128.0_512.0", "512.0_1024.0", "1024.0_2048.0", "2048.0_4096.0",
+        "4096.0_16384.0", "16384.0_102400.0", "102400.0_1232896.0"],
+}
+#: Apache's broker-wide gauges labelled `cluster` only: the managed-ledger cache statistics
+#: and the throttled connections (the cache's pool_* series describe Netty's allocator).
+APACHE_BROKER_SERIES = {
+    "pulsar_ml_cache_evictions", "pulsar_ml_cache_hits_rate", "pulsar_ml_cache_hits_throughput",
+    "pulsar_ml_cache_misses_rate", "pulsar_ml_cache_misses_throughput",
+    "pulsar_ml_cache_used_size", "pulsar_ml_cache_entries",
+    "pulsar_ml_cache_inserted_entries_total", "pulsar_ml_cache_evicted_entries_total",
+    "pulsar_broker_throttled_connections",
 }
 #: Apache's broker connection series (reference-metrics, "Connection metrics"): gauges labelled
 #: cluster, broker (the advertised address) and metric="broker_connection".
@@ -97,12 +121,26 @@ def test_the_series_are_apaches_names_types_and_labels(http: Http, client: pulsa
         ledgers = [s for s in family.samples
                    if s.labels.get("namespace") == "public/default/persistent"]
         assert len(ledgers) == 1 and set(ledgers[0].labels) == {"cluster", "namespace"}, name
+    for name, quantiles in APACHE_MANAGED_LEDGER_BUCKETS.items():
+        family = next(f for f in families if f.name == name)
+        assert family.type == "gauge", name
+        buckets = [s for s in family.samples
+                   if s.labels.get("namespace") == "public/default/persistent"]
+        assert [s.labels["quantile"] for s in buckets] == quantiles, name
+        assert {frozenset(s.labels) for s in buckets} == {
+            frozenset({"cluster", "namespace", "quantile"})}, name
+    for name in APACHE_BROKER_SERIES:
+        family = next(f for f in families if f.name == name)
+        assert family.type == "gauge", name
+        [sample] = family.samples
+        assert sample.labels == {"cluster": "standalone"}, name
     names = {s.name for s in samples}
     assert APACHE_CLUSTER_SERIES | PROCESS_SERIES <= names
     # Nothing named pulsar_* that Apache does not have.
     ours = {n for n in names if n.startswith("pulsar_")}
     known = (set(APACHE_TOPIC_SERIES) | APACHE_SUBSCRIPTION_SERIES | APACHE_NAMESPACE_SERIES
              | APACHE_CLUSTER_SERIES | APACHE_MANAGED_LEDGER_SERIES | APACHE_CONNECTION_SERIES
+             | set(APACHE_MANAGED_LEDGER_BUCKETS) | APACHE_BROKER_SERIES
              | {"pulsar_subscription_delayed"})
     assert ours <= known, ours - known
     producer.close()
@@ -173,3 +211,31 @@ def test_connections_opened_and_closed_by_a_client_are_counted(
         time.sleep(0.05)
     assert closed["pulsar_connection_create_fail_count"] == before[
         "pulsar_connection_create_fail_count"]
+
+
+def throttled_connections(http: Http) -> float:
+    family = next(f for f in scrape(http) if f.name == "pulsar_broker_throttled_connections")
+    [sample] = family.samples
+    return float(sample.value)
+
+
+def test_a_connection_paused_by_a_publish_rate_counts_as_throttled_until_it_resumes(
+        http: Http, client: pulsar.Client, unique: str) -> None:
+    namespace = f"public/throttled-{unique}"
+    assert http.put(f"/admin/v2/namespaces/{namespace}").status < 300
+    # 1000 bytes per second: a 2000-byte message puts the topic 1.9 s in debt, so the
+    # connection stops reading for that long (Apache pauses the channel's reads).
+    assert http.post(f"/admin/v2/namespaces/{namespace}/publishRate", {
+        "publishThrottlingRateInMsg": -1, "publishThrottlingRateInByte": 1000}).status < 300
+    before = throttled_connections(http)
+    producer = client.create_producer(f"persistent://{namespace}/rate",
+                                      batching_enabled=False)
+    producer.send(b"x" * 2000)
+    throttled = [throttled_connections(http)]
+    deadline = time.monotonic() + 10.0
+    while throttled[-1] != before:  # until the pause is over
+        assert time.monotonic() < deadline, throttled
+        time.sleep(0.05)
+        throttled.append(throttled_connections(http))
+    assert before + 1 in throttled, throttled
+    producer.close()
