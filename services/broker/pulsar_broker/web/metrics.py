@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
@@ -63,6 +64,8 @@ from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.topics import out_counters, policies
 from pulsar_broker.topics.persistent_topic import PersistentTopic
 from pulsar_broker.web import entry_stats, ml_metrics, rates
+
+log = logging.getLogger(__name__)
 
 #: Topics whose add-entry statistics are kept; statistics of unloaded topics are dropped at
 #: every scrape, and all of them past this many topics.
@@ -440,7 +443,10 @@ def install(app: web.Application, service: BrokerService,
     async def sampling(app: web.Application) -> AsyncIterator[None]:
         async def loop() -> None:
             while True:
-                metrics.sample_ledgers(time.monotonic())
+                try:
+                    metrics.sample_ledgers(time.monotonic())
+                except Exception:  # the next interval tries again
+                    log.exception("taking the managed ledgers' counters failed")
                 await asyncio.sleep(interval_s)
 
         task = asyncio.create_task(loop(), name="web-ledger-stats-sampler")

@@ -1,6 +1,6 @@
 """/metrics against Apache's metric reference: names, types, labels, counts that survive
-consumer churn, and the broker's connection counts as an official client opens and closes
-connections."""
+consumer churn, the broker's connection counts as an official client opens and closes
+connections, and a connection paused by a publish rate counted as throttled."""
 
 from __future__ import annotations
 
