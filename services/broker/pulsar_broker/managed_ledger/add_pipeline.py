@@ -12,7 +12,8 @@ to the head of the queue, still ahead of every later add, and is written to
 the next ledger, as Apache's managed ledger re-submits the pending adds of a
 failed ledger. Such an add still fails once it waited the add timeout.
 Each add that completes is counted (stats.py): its latency from add_entry to
-completion, in the clock's whole milliseconds, and its size; each that fails too.
+completion and from its hand-over to the ledger to completion, in the clock's
+whole milliseconds, and its size; each that fails too.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ class AddOp:
     future: asyncio.Future[api.Position]
     #: When add_entry accepted it (now_ms), for managedLedgerAddEntryTimeoutSeconds.
     accepted_ms: int = 0
+    #: When it was last handed to a ledger (now_ms).
+    written_ms: int = 0
     position: api.Position | None = None
     error: BaseException | None = None
     done: bool = False
@@ -114,16 +117,20 @@ class AddPipeline:
                    asyncio.get_running_loop().create_future(), self._now_ms())
         self._queue.append(op)
         self._idle.clear()
-        self.pump()
+        self.pump(op.accepted_ms)
         return op.future
 
-    def pump(self) -> None:
-        """Hand queued adds to the ledger the target names, while it names one."""
+    def pump(self, now_ms: int | None = None) -> None:
+        """Hand queued adds to the ledger the target names, while it names one (now_ms: the
+        clock's time if the caller just read it)."""
         while self._queue:
             handle = self._target.handle_for(len(self._queue[0].data))
             if handle is None:
                 break
             op = self._pop_queued()
+            if now_ms is None:
+                now_ms = self._now_ms()
+            op.written_ms = now_ms
             self._inflight.append(op)
             self._drained.clear()
             self._start_write(op, handle)
@@ -204,7 +211,8 @@ class AddPipeline:
             elif op.position is not None:
                 if now_ms is None:
                     now_ms = self._now_ms()
-                self._stats.add_succeeded(now_ms - op.accepted_ms, len(op.data))
+                self._stats.add_succeeded(
+                    now_ms - op.accepted_ms, now_ms - op.written_ms, len(op.data))
                 self._target.entry_added(op.position, op.data)
                 added = True
                 resolve(op.future, op.position)
@@ -215,7 +223,7 @@ class AddPipeline:
             self._drained.set()
         if added:
             self._target.entries_added()
-        self.pump()
+        self.pump(now_ms)
 
     def fail_queued(self, error: errors.ManagedLedgerError) -> None:
         """Fail every add not yet handed to a ledger."""

@@ -1,8 +1,8 @@
 """What a managed ledger and the entry cache count as they work, for the broker's metrics.
 
 The events Apache's ManagedLedgerMBeanImpl and ManagedLedgerFactoryMBeanImpl
-record: adds that succeeded or failed (with their latency and size
-buckets), ledger switches (with their latency buckets), entries read and read
+record: adds that succeeded or failed (with their latency buckets, from the
+add call and from the hand-over to the ledger, and size buckets), ledger switches (with their latency buckets), entries read and read
 errors, entries that missed the cache, mark-delete moves; and for the cache,
 hits and misses (with bytes), evictions, entries inserted and evicted.
 Counters only grow from the moment the managed ledger (or the cache) is made;
@@ -33,7 +33,8 @@ class ManagedLedgerStats:
 
     __slots__ = ("add_bytes", "add_errors", "add_latency_counts", "adds_succeeded",
                  "cache_missed_entries", "entries_read", "entry_size_counts",
-                 "ledger_switch_counts", "mark_deletes", "read_bytes", "read_errors")
+                 "ledger_add_latency_counts", "ledger_switch_counts", "mark_deletes",
+                 "read_bytes", "read_errors")
 
     def __init__(self) -> None:
         self.adds_succeeded = 0
@@ -41,6 +42,8 @@ class ManagedLedgerStats:
         #: Adds accepted that then failed (timed out, fenced, refused by the bookies).
         self.add_errors = 0
         self.add_latency_counts = [0] * (len(LATENCY_BOUNDS_MS) + 1)
+        #: The same adds by latency from their hand-over to the ledger (the bookies' part).
+        self.ledger_add_latency_counts = [0] * (len(LATENCY_BOUNDS_MS) + 1)
         self.entry_size_counts = [0] * (len(ENTRY_SIZE_BOUNDS) + 1)
         self.ledger_switch_counts = [0] * (len(LATENCY_BOUNDS_MS) + 1)
         self.entries_read = 0
@@ -52,11 +55,14 @@ class ManagedLedgerStats:
         #: Moves of a durable cursor's mark-delete position.
         self.mark_deletes = 0
 
-    def add_succeeded(self, latency_ms: float, size_bytes: int) -> None:
-        """An add became durable latency_ms after add_entry was called."""
+    def add_succeeded(self, latency_ms: float, ledger_latency_ms: float, size_bytes: int) -> None:
+        """An add became durable latency_ms after add_entry was called, ledger_latency_ms
+        after it was handed to its ledger."""
         self.adds_succeeded += 1
         self.add_bytes += size_bytes
         self.add_latency_counts[bisect.bisect_left(LATENCY_BOUNDS_MS, latency_ms)] += 1
+        self.ledger_add_latency_counts[
+            bisect.bisect_left(LATENCY_BOUNDS_MS, ledger_latency_ms)] += 1
         self.entry_size_counts[bisect.bisect_left(ENTRY_SIZE_BOUNDS, size_bytes)] += 1
 
     def ledger_switched(self, latency_ms: float) -> None:
@@ -66,8 +72,9 @@ class ManagedLedgerStats:
     def snapshot(self) -> Counts:
         return Counts(
             self.adds_succeeded, self.add_bytes, self.add_errors, tuple(self.add_latency_counts),
-            tuple(self.entry_size_counts), tuple(self.ledger_switch_counts), self.entries_read,
-            self.read_bytes, self.read_errors, self.cache_missed_entries, self.mark_deletes)
+            tuple(self.ledger_add_latency_counts), tuple(self.entry_size_counts),
+            tuple(self.ledger_switch_counts), self.entries_read, self.read_bytes,
+            self.read_errors, self.cache_missed_entries, self.mark_deletes)
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,7 @@ class Counts:
     add_bytes: int = 0
     add_errors: int = 0
     add_latency_counts: tuple[int, ...] = (0,) * (len(LATENCY_BOUNDS_MS) + 1)
+    ledger_add_latency_counts: tuple[int, ...] = (0,) * (len(LATENCY_BOUNDS_MS) + 1)
     entry_size_counts: tuple[int, ...] = (0,) * (len(ENTRY_SIZE_BOUNDS) + 1)
     ledger_switch_counts: tuple[int, ...] = (0,) * (len(LATENCY_BOUNDS_MS) + 1)
     entries_read: int = 0
@@ -119,6 +127,7 @@ def _combine(a: Counts, b: Counts, combine: Callable[[int, int], int]) -> Counts
         add_bytes=combine(a.add_bytes, b.add_bytes),
         add_errors=combine(a.add_errors, b.add_errors),
         add_latency_counts=each(a.add_latency_counts, b.add_latency_counts),
+        ledger_add_latency_counts=each(a.ledger_add_latency_counts, b.ledger_add_latency_counts),
         entry_size_counts=each(a.entry_size_counts, b.entry_size_counts),
         ledger_switch_counts=each(a.ledger_switch_counts, b.ledger_switch_counts),
         entries_read=combine(a.entries_read, b.entries_read),

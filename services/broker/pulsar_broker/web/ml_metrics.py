@@ -9,8 +9,8 @@ labels them (`cluster`, `namespace="<tenant>/<ns>/persistent"`):
 `pulsar_ml_AddEntrySucceed`, `_AddEntryErrors`, `_ReadEntriesSucceeded` and
 `_ReadEntriesErrors` (counts during the interval), `_AddEntryWithReplicasBytesRate`,
 `_ReadEntriesOpsCacheMissesRate` and `_MarkDeleteRate` (per second), and the
-bucket series `_AddEntryLatencyBuckets`, `_LedgerSwitchLatencyBuckets` and
-`_EntrySizeBuckets` with a `quantile` label per bucket ("0.0_0.5", ...) plus
+bucket series `_AddEntryLatencyBuckets`, `_LedgerAddEntryLatencyBuckets`,
+`_LedgerSwitchLatencyBuckets` and `_EntrySizeBuckets` with a `quantile` label per bucket ("0.0_0.5", ...) plus
 an `_OVERFLOW` series each, in entries per second as Apache divides them by
 its period. The cache series (`pulsar_ml_cache_*`, label `cluster`) give the
 interval's hit and miss rates and throughputs and evictions, and the cache's
@@ -139,6 +139,9 @@ LEDGER_BUCKETS: dict[str, tuple[str, Sequence[float], _ReadBuckets]] = {
     "pulsar_ml_AddEntryLatencyBuckets": (
         "Adds per second by latency (ms) from add_entry to durable, queueing included",
         stats.LATENCY_BOUNDS_MS, lambda c: c.add_latency_counts),
+    "pulsar_ml_LedgerAddEntryLatencyBuckets": (
+        "Adds per second by latency (ms) from their hand-over to the ledger to durable",
+        stats.LATENCY_BOUNDS_MS, lambda c: c.ledger_add_latency_counts),
     "pulsar_ml_LedgerSwitchLatencyBuckets": (
         "Ledger switches per second by latency (ms)", stats.LATENCY_BOUNDS_MS,
         lambda c: c.ledger_switch_counts),

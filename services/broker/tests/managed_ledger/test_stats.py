@@ -15,14 +15,15 @@ NAME = "public/default/persistent/counted"
 
 def test_counts_subtract_to_what_grew_and_add_up_over_ledgers() -> None:
     counters = stats.ManagedLedgerStats()
-    counters.add_succeeded(0, 100)
+    counters.add_succeeded(0, 0, 100)
     before = counters.snapshot()
-    counters.add_succeeded(3, 200)
-    counters.add_succeeded(2000, 2_000_000)
+    counters.add_succeeded(3, 1, 200)
+    counters.add_succeeded(2000, 2000, 2_000_000)
     counters.mark_deletes += 1
     grown = counters.snapshot().minus(before)
     assert (grown.adds_succeeded, grown.add_bytes, grown.mark_deletes) == (2, 2_000_200, 1)
     assert grown.add_latency_counts == (0, 0, 1, 0, 0, 0, 0, 0, 0, 1)  # (1, 5] ms, > 1 s
+    assert grown.ledger_add_latency_counts == (0, 1, 0, 0, 0, 0, 0, 0, 0, 1)  # (0.5, 1] ms
     assert grown.entry_size_counts == (0, 1, 0, 0, 0, 0, 0, 0, 1)  # (128, 512], > 1232896
     assert before.plus(grown) == counters.snapshot()
     assert before.minus(counters.snapshot()) == stats.Counts()  # never below zero
@@ -38,6 +39,8 @@ async def test_adds_are_counted_with_their_latency_and_size(stack: Any) -> None:
     assert (counts.adds_succeeded, counts.add_bytes, counts.add_errors) == (2, 3010, 0)
     assert counts.add_latency_counts[0] == 1  # the clock did not move: (0, 0.5] ms
     assert counts.add_latency_counts[5] == 1  # 30 ms: (20, 50] ms
+    # Both were handed to the ledger at once: the ledger's part is the whole add.
+    assert counts.ledger_add_latency_counts == counts.add_latency_counts
     assert counts.entry_size_counts[0] == counts.entry_size_counts[4] == 1  # 10 B; 3000 B
 
 

@@ -285,6 +285,7 @@ async def test_managed_ledger_series_count_adds_reads_and_cache_hits_of_the_inte
     assert series["pulsar_ml_ReadEntriesErrors"] == 0
     # Buckets are entries per second of the interval, as Apache divides them by its period.
     assert bucket_sum(series, "pulsar_ml_AddEntryLatencyBuckets") == 1.5
+    assert bucket_sum(series, "pulsar_ml_LedgerAddEntryLatencyBuckets") == 1.5
     assert series["pulsar_ml_EntrySizeBuckets{128.0_512.0}"] == 1.5  # 200 bytes + metadata
     assert bucket_sum(series, "pulsar_ml_EntrySizeBuckets") == 1.5
     assert bucket_sum(series, "pulsar_ml_LedgerSwitchLatencyBuckets") == 0

@@ -50,6 +50,7 @@ APACHE_MANAGED_LEDGER_SERIES = {
     "pulsar_ml_ReadEntriesSucceeded", "pulsar_ml_ReadEntriesErrors",
     "pulsar_ml_AddEntryWithReplicasBytesRate", "pulsar_ml_ReadEntriesOpsCacheMissesRate",
     "pulsar_ml_MarkDeleteRate", "pulsar_ml_AddEntryLatencyBuckets_OVERFLOW",
+    "pulsar_ml_LedgerAddEntryLatencyBuckets_OVERFLOW",
     "pulsar_ml_LedgerSwitchLatencyBuckets_OVERFLOW", "pulsar_ml_EntrySizeBuckets_OVERFLOW",
 }
 #: Apache's managed-ledger bucket series: one sample per bucket, told apart by the `quantile`
@@ -58,6 +59,7 @@ APACHE_LATENCY_QUANTILES = ["0.0_0.5", "0.5_1.0", "1.0_5.0", "5.0_10.0", "10.0_2
                             "20.0_50.0", "50.0_100.0", "100.0_200.0", "200.0_1000.0"]
 APACHE_MANAGED_LEDGER_BUCKETS = {
     "pulsar_ml_AddEntryLatencyBuckets": APACHE_LATENCY_QUANTILES,
+    "pulsar_ml_LedgerAddEntryLatencyBuckets": APACHE_LATENCY_QUANTILES,
     "pulsar_ml_LedgerSwitchLatencyBuckets": APACHE_LATENCY_QUANTILES,
     "pulsar_ml_EntrySizeBuckets": [
         "0.0_128.0", "128.0_512.0", "512.0_1024.0", "1024.0_2048.0", "2048.0_4096.0",
