@@ -10,10 +10,13 @@ The client processes are not pinned (on a 2-core machine they share the cores).
 
 Workloads (bench.broker_workloads, each in a fresh client process, new topics):
 batched produce msg/s (100 B, batches of up to 1000, 1 ms delay, subscription
-made first), consume of that just-written backlog msg/s, unbatched synchronous
-publish p50 ms, 64 KiB produce MB/s (256 in flight). During the batched produce
-and the consume, the CPU of the standalone and of its bookie child as % of one
-core, in total and per thread (from /proc/<pid>/task/*/stat).
+made first), consume of that just-written backlog msg/s, the same batched
+produce from PARALLEL_CLIENTS client processes at once (one client alone is
+the bound of the first), 64 KiB produce MB/s (256 in flight), creating 2,000
+producers on new topics (64 in flight), unbatched synchronous publish p50 ms. During each throughput workload, the CPU of the
+standalone and of its bookie child as % of one core, in total and per thread
+(from /proc/<pid>/task/*/stat), and how busy the whole machine was over the
+step (/proc/stat; clients' start-up included), all as % of one core.
 
     python -m bench cores [--seconds 3] [--rounds 2] [--cpus 0 --cpus 0,1]
                           [--modes in-process,bookie-process]
@@ -36,6 +39,8 @@ from bench import broker_servers, broker_vs_lite
 BATCHED_MAX_MESSAGES = 1_500_000
 LATENCY_MAX_SENDS = 3000
 LARGE_MAX_MESSAGES = 5000
+PRODUCERS_TO_CREATE = 2000
+CREATE_TIMEOUT_S = 120.0
 SUBSCRIPTION = "bench-cores"
 MODES = {"in-process": {}, "bookie-process": {"standaloneBookieProcess": "true"}}
 DEFAULT_CPUS = ("0", "0,1")
@@ -55,6 +60,8 @@ WORKLOADS = (
     (f"batched produce, {PARALLEL_CLIENTS} clients at once, msg/s", "parallel", "parallel_msg_per_s",
      "{:,.0f}"),
     ("64 KiB produce MB/s", "large", "large_mb_per_s", "{:.1f}"),
+    (f"producers created on new topics per s ({PRODUCERS_TO_CREATE:,})", "create",
+     "create_per_s", "{:,.0f}"),
 )
 FIGURES = tuple((label, key, fmt) for label, _, key, fmt in WORKLOADS) + (
     ("unbatched sync publish p50 ms", "sync_p50_ms", "{:.3f}"),
@@ -125,12 +132,13 @@ def _measured(broker: broker_servers.Broker, prefix: str,
               work: Callable[[], tuple[Figures, float]]) -> Figures:
     """work() -> (figures, its own busy seconds); adds the CPU of broker, bookie, their
     threads and the whole machine over that time, as % of one core."""
-    before, machine_before = threads(broker.pid), machine_busy_s()
+    before, machine_before, started = threads(broker.pid), machine_busy_s(), time.monotonic()
     figures, seconds = work()
     after, machine_after = threads(broker.pid), machine_busy_s()
     figures.update(cpu_used(before, after, seconds, prefix))
-    # Over the client processes' whole lives (start-up too): a bound, not an exact share.
-    figures[f"{prefix}_machine_cpu_pct"] = 100 * (machine_after - machine_before) / seconds
+    # Over the whole step, the client processes' start-up included: the machine's load then.
+    figures[f"{prefix}_machine_cpu_pct"] = (100 * (machine_after - machine_before)
+                                            / (time.monotonic() - started))
     return figures
 
 
@@ -153,11 +161,11 @@ def workloads(broker: broker_servers.Broker, seconds: float) -> Figures:
 
     def produce() -> tuple[Figures, float]:
         done = run(url, "batched_produce", topic, seconds, BATCHED_MAX_MESSAGES)
-        figures["produced"] = done["messages"]
+        figures["backlog_messages"] = done["messages"]
         return {"produce_msg_per_s": done["msg_per_s"]}, done["messages"] / done["msg_per_s"]
 
     def consume() -> tuple[Figures, float]:
-        done = run(url, "catchup_consume", topic, 2 * seconds + 5, int(figures["produced"]),
+        done = run(url, "catchup_consume", topic, 2 * seconds + 5, int(figures["backlog_messages"]),
                    "--subscription", SUBSCRIPTION)
         return {"consume_msg_per_s": done["msg_per_s"]}, done["messages"] / done["msg_per_s"]
 
@@ -165,13 +173,19 @@ def workloads(broker: broker_servers.Broker, seconds: float) -> Figures:
         done = run(url, "large_produce", topic + "-64k", seconds, LARGE_MAX_MESSAGES)
         return {"large_mb_per_s": done["mb_per_s"]}, done["seconds"]
 
+    def create() -> tuple[Figures, float]:
+        done = run(url, "create_producers", topic + "-p", CREATE_TIMEOUT_S, PRODUCERS_TO_CREATE)
+        return {"create_per_s": done["per_s"]}, done["seconds"]
+
     figures.update(_measured(broker, "produce", produce))
     figures.update(_measured(broker, "consume", consume))
+    figures["sync_p50_ms"] = run(url, "sync_latency", topic + "-sync", seconds,
+                                 LATENCY_MAX_SENDS)["p50_ms"]
     figures.update(_measured(broker, "parallel", lambda: parallel_produce(
         url, topic + "-parallel", seconds)))
     figures.update(_measured(broker, "large", large))
-    latency = run(url, "sync_latency", topic + "-sync", seconds, LATENCY_MAX_SENDS)
-    figures["sync_p50_ms"] = latency["p50_ms"]
+    # Last: the topics it creates stay loaded in the broker.
+    figures.update(_measured(broker, "create", create))
     return figures
 
 
