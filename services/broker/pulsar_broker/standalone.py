@@ -320,7 +320,10 @@ class Standalone:
             bookie_process_config(self.settings, metadata_url),
             self.data_dir / BOOKIE_PROCESS_CONFIG, self.store)
         await self.bookie_process.start(self._part_failed)
-        self.bookie_pool = bookie_net.BookieClientPool()
+        # TLS to the bookie as a cluster broker has it (bookkeeperTLS* keys), in case the
+        # bookie keys turn TLS on for its port.
+        self.bookie_pool = bookie_net.BookieClientPool(
+            ssl_context=self.settings.broker.bookie_tls_context())
         return replicated.ReplicatedLedgerClient(
             self.store, self.bookie_pool, registration.RegisteredBookieSource(self.store))
 
