@@ -69,6 +69,7 @@ async def create_non_partitioned_topic(request: web.Request) -> web.Response:
     if (await service.resources.get_partitions(name) > 0 or await service.topic_exists(name)
             or (parent != name and await service.resources.get_partitions(parent) > 0)):
         raise errors.ConflictError("This topic already exists")
+    await service.check_topics_limit(name, 1)  # 412 past maxTopicsPerNamespace, as Apache
     await topic_access.create(service, name)
     if properties:
         await topic_properties.add_topic_properties(service, name, properties)
@@ -103,6 +104,7 @@ async def create_partitioned_topic(request: web.Request) -> web.Response:
     await service.check_namespace(name.namespace_name)
     if await service.topic_exists(name):
         raise errors.ConflictError("This topic already exists")
+    await service.check_topics_limit(name, count)  # each partition counts as a topic
     try:
         await service.resources.create_partitioned_topic(name, count)
     except errors.ConflictError as exc:

@@ -114,3 +114,16 @@ def test_a_namespace_policy_of_zero_lifts_the_broker_limit(client, admin, namesp
     admin.set_policy(namespace, "maxTopicsPerNamespace", 0)
     for index in range(BROKER_LIMIT + 2):
         client.create_producer(f"persistent://{namespace}/many-{index}").close()
+
+
+def test_admin_creates_past_the_limit_get_412(admin, namespace):
+    admin.set_policy(namespace, "maxTopicsPerNamespace", 3)
+    base = f"/admin/v2/persistent/{namespace}"
+    admin.ok("PUT", f"{base}/made-by-admin")
+    # Three partitions would make four topics.
+    status, answer = admin.call("PUT", f"{base}/parted/partitions", 3)
+    assert (status, answer["reason"]) == (412, MESSAGE)
+    admin.ok("PUT", f"{base}/parted/partitions", 2)
+    status, answer = admin.call("PUT", f"{base}/one-too-many")
+    assert (status, answer["reason"]) == (412, MESSAGE)
+    assert admin.ok("GET", f"{base}/partitioned") == [f"persistent://{namespace}/parted"]
