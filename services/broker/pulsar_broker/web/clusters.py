@@ -1,7 +1,9 @@
-"""`/admin/v2/clusters`: the clusters known to this Pulsar instance (ClusterData records) and
-their failure domains (named groups of brokers, Apache's FailureDomain: `{"brokers": [...]}`).
-A broker belongs to at most one domain of a cluster. Domains are stored and served; the load
-balancer does not place bundles by them (Apache's failureDomainsEnabled)."""
+"""`/admin/v2/clusters`: the clusters known to this Pulsar instance (ClusterData records),
+their peer clusters (`peerClusterNames`, GET|POST `.../{cluster}/peers`) and their failure
+domains (named groups of brokers, Apache's FailureDomain: `{"brokers": [...]}`).
+A broker belongs to at most one domain of a cluster. Domains and peers are stored and served;
+the load balancer does not place bundles by domains (Apache's failureDomainsEnabled) and,
+without geo-replication, no lookup consults the peers."""
 
 from __future__ import annotations
 
@@ -81,6 +83,36 @@ async def delete_cluster(request: web.Request) -> web.Response:
             raise errors.PreconditionFailedError("Cluster not empty")
         await service.resources.store.delete(isolation_path)
     await service.resources.delete_cluster(name)
+    return rest.no_content()
+
+
+@routes.get("/admin/v2/clusters/{cluster}/peers")
+async def get_peer_clusters(request: web.Request) -> web.Response:
+    """The cluster's peerClusterNames; none set answers 204, as Apache's null does."""
+    name = rest.check_name(request.match_info["cluster"], "Cluster")
+    peers = (await rest.service(request).resources.get_cluster(name)).get("peerClusterNames")
+    return rest.no_content() if peers is None else rest.ok_json(peers)
+
+
+@routes.post("/admin/v2/clusters/{cluster}/peers")
+async def set_peer_clusters(request: web.Request) -> web.Response:
+    """Replace the cluster's peers with the body's JSON array of cluster names (412 for
+    the cluster itself or one that does not exist); no body unsets them."""
+    name = rest.check_name(request.match_info["cluster"], "Cluster")
+    body = await rest.body_json(request)
+    if body is not None and (not isinstance(body, list)
+                             or not all(isinstance(p, str) for p in body)):
+        raise errors.InvalidRequestError("The peer clusters must be a JSON array of names")
+    peers = None if body is None else list(dict.fromkeys(body))
+    resources = rest.service(request).resources
+    data = await resources.get_cluster(name)
+    known = set(await resources.list_clusters())
+    for peer in peers or []:
+        if peer.lower() == name.lower():
+            raise errors.PreconditionFailedError(f"{name} itself can't be part of peer-list")
+        if peer not in known:
+            raise errors.PreconditionFailedError(f"Peer cluster {peer} does not exist")
+    await resources.update_cluster(name, {**data, "peerClusterNames": peers})
     return rest.no_content()
 
 

@@ -47,6 +47,15 @@ def _delete(admin: client.AdminClient, args: argparse.Namespace) -> None:
     admin.delete(f"{BASE}/{client.quote(args.cluster)}")
 
 
+def _get_peers(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    output.print_json(admin.get(f"{BASE}/{client.quote(args.cluster)}/peers"))
+
+
+def _update_peers(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    peers = [p.strip() for p in (args.peer_clusters or "").split(",") if p.strip()]
+    admin.post(f"{BASE}/{client.quote(args.cluster)}/peers", peers or None)
+
+
 def _domain_url(args: argparse.Namespace) -> str:
     return (f"{BASE}/{client.quote(args.cluster)}/failureDomains/"
             f"{client.quote(args.domain_name)}")
@@ -96,3 +105,10 @@ def register(groups: Any) -> None:
     _domain_command(group, "delete-failure-domain", "Delete a failure domain", _delete_domain)
     group.command("list-failure-domains", "List the failure domains of a cluster",
                   _list_domains).add_argument("cluster")
+    group.command("get-peer-clusters", "Get list of peer-clusters",
+                  _get_peers).add_argument("cluster")
+    update_peers = group.command("update-peer-clusters", "Update peer cluster names",
+                                 _update_peers)
+    update_peers.add_argument("cluster")
+    update_peers.add_argument("--peer-clusters", required=True,
+                              help='comma separated peer-cluster names (pass "" to clear them)')

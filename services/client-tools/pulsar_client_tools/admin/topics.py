@@ -213,6 +213,15 @@ def _message_by_id(admin: client.AdminClient, args: argparse.Namespace) -> None:
     peek.print_message_by_id(admin, topic_path(args.topic), args.ledger_id, args.entry_id)
 
 
+def _backlog_size(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    print(admin.put(topic_path(args.topic) + "/backlogSize", message_id(args.message_id)))
+
+
+def _analyze_backlog(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    body = message_id(args.position) if args.position else None
+    output.print_json(admin.post(_sub_path(args) + "/analyzeBacklog", body))
+
+
 def _topic_command(group: Group, name: str, help_text: str, run: Any) -> argparse.ArgumentParser:
     parser = group.command(name, help_text, run)
     parser.add_argument("topic", help="persistent://tenant/namespace/topic")
@@ -300,3 +309,10 @@ def _register_subscription_commands(group: Group) -> None:
                        help="start after the given message id")
     _sub_command(group, "peek-messages", "Peek at the messages of a subscription",
                  _peek).add_argument("-n", "--count", type=int, default=1)
+    _sub_command(group, "analyze-backlog", "Analyze the backlog of a subscription (read from "
+                 "storage)", _analyze_backlog).add_argument(
+        "-p", "--position", help="message position to start the scan from (ledgerId:entryId)")
+    _topic_command(group, "get-backlog-size", "Calculate backlog size by a message ID (in "
+                   "bytes)", _backlog_size).add_argument(
+        "-m", "--messageId", dest="message_id", default="-1:-1",
+        help="the message id (ledgerId:entryId) to count from; -1:-1 for the whole topic")

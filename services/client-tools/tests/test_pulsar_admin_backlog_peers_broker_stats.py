@@ -1,0 +1,57 @@
+"""`pulsar-admin topics get-backlog-size|analyze-backlog`, `clusters
+get-peer-clusters|update-peer-clusters` and `broker-stats topics`, run as processes against
+the session's standalone."""
+
+from __future__ import annotations
+
+import json
+
+import pulsar
+
+
+def test_backlog_size_and_backlog_analysis(admin, client: pulsar.Client, unique: str) -> None:
+    topic = f"persistent://public/default/cli-backlog-{unique}"
+    client.subscribe(topic, "sub").close()
+    producer = client.create_producer(topic, batching_enabled=False)
+    ids = [producer.send(b"y" * 50) for _ in range(2)]
+    producer.close()
+    total = int(admin.ok("topics", "get-backlog-size", topic))
+    assert total > 0
+    first = f"{ids[0].ledger_id()}:{ids[0].entry_id()}"
+    assert int(admin.ok("topics", "get-backlog-size", topic, "-m", first)) == total // 2
+    analyzed = json.loads(admin.ok("topics", "analyze-backlog", topic, "-s", "sub"))
+    assert (analyzed["entries"], analyzed["messages"], analyzed["aborted"]) == (2, 2, False)
+    assert analyzed["firstMessageId"] == first
+    second = f"{ids[1].ledger_id()}:{ids[1].entry_id()}"
+    from_second = json.loads(admin.ok("topics", "analyze-backlog", topic, "-s", "sub",
+                                      "-p", second))
+    assert (from_second["entries"], from_second["firstMessageId"]) == (1, second)
+
+
+def test_peer_clusters_commands(admin, unique: str) -> None:
+    for name in (f"pa-{unique}", f"pb-{unique}"):
+        admin.ok("clusters", "create", name, "--url", "http://localhost:8080")
+    admin.ok("clusters", "update-peer-clusters", f"pa-{unique}", "--peer-clusters", f"pb-{unique}")
+    assert json.loads(admin.ok("clusters", "get-peer-clusters", f"pa-{unique}")) == [
+        f"pb-{unique}"]
+    refused = admin("clusters", "update-peer-clusters", f"pa-{unique}",
+                    "--peer-clusters", f"nope-{unique}")
+    assert refused.returncode != 0
+    assert f"Peer cluster nope-{unique} does not exist" in refused.stderr
+    admin.ok("clusters", "update-peer-clusters", f"pa-{unique}", "--peer-clusters", "")
+    for name in (f"pa-{unique}", f"pb-{unique}"):
+        admin.ok("clusters", "delete", name)
+
+
+def test_broker_stats_topics_prints_compact_or_indented_json(
+        admin, client: pulsar.Client, unique: str) -> None:
+    topic = f"persistent://public/default/cli-dump-{unique}"
+    producer = client.create_producer(topic)
+    compact = admin.ok("broker-stats", "topics")
+    indented = admin.ok("broker-stats", "topics", "-i")
+    producer.close()
+    assert len(compact.strip().splitlines()) == 1
+    assert len(indented.splitlines()) > 1
+    for text in (compact, indented):
+        bundles = json.loads(text)["public/default"]
+        assert any(topic in d.get("persistent", {}) for d in bundles.values())
