@@ -55,3 +55,7 @@ def test_broker_stats_topics_prints_compact_or_indented_json(
     for text in (compact, indented):
         bundles = json.loads(text)["public/default"]
         assert any(topic in d.get("persistent", {}) for d in bundles.values())
+
+
+def test_brokers_backlog_quota_check(admin) -> None:
+    assert admin.ok("brokers", "backlog-quota-check") == "ok\n"

@@ -101,6 +101,13 @@ async def version(request: web.Request) -> web.Response:
     return web.Response(text=broker_service.broker_version())
 
 
+@routes.get("/admin/v2/brokers/backlog-quota-check")
+async def backlog_quota_check(request: web.Request) -> web.Response:
+    """Run the periodic backlog quota check now, on every topic this broker serves."""
+    await rest.service(request).policies.check_backlog_quotas()
+    return rest.no_content()
+
+
 # Registered after the fixed paths above and after dynamic_config's routes, which it would
 # otherwise capture.
 @routes.get("/admin/v2/brokers/{cluster}")

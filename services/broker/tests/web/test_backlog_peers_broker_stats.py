@@ -137,3 +137,22 @@ def test_broker_stats_topics_dumps_each_served_topic_by_namespace_and_bundle(
     assert len(stats["subscriptions"]["sub"]["consumers"]) == 1
     bundle_range = next(b for b, d in bundles.items() if topic in d.get("persistent", {}))
     assert bundle_range.startswith("0x") and "_0x" in bundle_range
+
+
+def test_backlog_quota_check_evicts_a_backlog_over_its_quota_now(
+        http: Http, client: pulsar.Client, unique: str) -> None:
+    # The session's standalone checks quotas every 60 s only: the route does it at once.
+    ns = f"public/quota-check-{unique}"
+    assert http.put(f"/admin/v2/namespaces/{ns}").status == 204
+    assert http.post(f"/admin/v2/namespaces/{ns}/backlogQuota", {
+        "limitSize": 1000, "policy": "consumer_backlog_eviction"}).status == 204
+    topic = f"persistent://{ns}/evict"
+    client.subscribe(topic, "slow").close()
+    producer = client.create_producer(topic, batching_enabled=False)
+    for _ in range(20):
+        producer.send(b"x" * 100)
+    producer.close()
+    stats_path = f"/admin/v2/persistent/{ns}/evict/stats"
+    assert http.get(stats_path).json()["backlogSize"] > 1000
+    assert http.get("/admin/v2/brokers/backlog-quota-check").status == 204
+    assert http.get(stats_path).json()["backlogSize"] <= 900

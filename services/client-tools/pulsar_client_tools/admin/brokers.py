@@ -1,7 +1,8 @@
-"""`pulsar-admin brokers healthcheck|list|leader-broker|namespaces|version` and the dynamic
-configuration: `list-dynamic-config` (the keys that may change at runtime, one per line),
-`get-all-dynamic-config` (the values set, JSON), `update-dynamic-config --config --value`,
-`delete-dynamic-config --config` and `get-runtime-config` (every setting, JSON), as Apache's."""
+"""`pulsar-admin brokers healthcheck|list|leader-broker|namespaces|version|backlog-quota-check`
+and the dynamic configuration: `list-dynamic-config` (the keys that may change at runtime,
+one per line), `get-all-dynamic-config` (the values set, JSON), `update-dynamic-config
+--config --value`, `delete-dynamic-config --config` and `get-runtime-config` (every
+setting, JSON), as Apache's."""
 
 from __future__ import annotations
 
@@ -37,6 +38,11 @@ def _version(admin: client.AdminClient, args: argparse.Namespace) -> None:
     print(admin.request("GET", "/admin/v2/brokers/version").body.decode())
 
 
+def _backlog_quota_check(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.request("GET", "/admin/v2/brokers/backlog-quota-check")
+    print("ok")
+
+
 CONFIGURATION = "/admin/v2/brokers/configuration"
 
 
@@ -70,6 +76,8 @@ def register(groups: Any) -> None:
     namespaces.add_argument("cluster")
     namespaces.add_argument("--url", required=True, help="the broker, host:webPort")
     group.command("version", "Get the version of the broker", _version)
+    group.command("backlog-quota-check", "Manually trigger backlogQuotaCheck",
+                  _backlog_quota_check)
     group.command("list-dynamic-config", "Get list of updatable configuration name",
                   _list_dynamic)
     group.command("get-all-dynamic-config", "Get all overridden dynamic-configuration values",
