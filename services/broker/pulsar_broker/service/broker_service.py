@@ -184,19 +184,14 @@ class BrokerService:
                 retain_null_key=self.config.topic_compaction_retain_null_key),
         )
         self.policies.apply(topic, topic_policies)
-        if await self.deduplication_enabled(name.namespace_name):
+        # deduplicationEnabled of the topic, else of its namespace, else the broker's.
+        if topic_policies.deduplication_enabled:
             await topic.enable_deduplication()
+        else:
+            await topic.disable_deduplication()
         await topic.load_durable_subscriptions()
         log.info("loaded topic %s", name)
         return topic
-
-    async def deduplication_enabled(self, ns: naming.NamespaceName) -> bool:
-        """The namespace's deduplicationEnabled policy when set, else brokerDeduplicationEnabled."""
-        try:
-            override = (await self.resources.get_policies(ns)).get("deduplicationEnabled")
-        except errors.NotFoundError:
-            override = None
-        return bool(self.config.broker_deduplication_enabled if override is None else override)
 
     async def check_namespace(self, ns: naming.NamespaceName) -> None:
         if not await self.resources.namespace_exists(ns):

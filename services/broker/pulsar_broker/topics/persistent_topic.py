@@ -19,6 +19,7 @@ from pulsar_common import naming
 
 from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
+from pulsar_broker.managed_ledger import errors as ml_errors
 from pulsar_broker.subscriptions import dispatch_rate
 from pulsar_broker.subscriptions import dispatcher as dispatch
 from pulsar_broker.subscriptions.consumer import SubType
@@ -470,8 +471,24 @@ class PersistentTopic:
             max_unacked_messages=self.policies.limits.max_unacked_per_subscription)
 
     async def enable_deduplication(self) -> None:
-        self.deduplication = deduplication.MessageDeduplication(self.ledger)
-        await self.deduplication.load()
+        """Deduplication on: its ids are loaded (snapshot, then replay) before SENDs are
+        checked against them."""
+        if self.deduplication is not None:
+            return
+        loaded = deduplication.MessageDeduplication(self.ledger)
+        await loaded.load()
+        if self.deduplication is None:
+            self.deduplication = loaded
+
+    async def disable_deduplication(self) -> None:
+        """Deduplication off: its ids are forgotten and its cursor deleted, as Apache's
+        broker does, so the cursor no longer holds ledgers back from trimming."""
+        self.deduplication = None
+        if any(cursor.name == deduplication.CURSOR_NAME for cursor in self.ledger.cursors):
+            try:
+                await self.ledger.delete_cursor(deduplication.CURSOR_NAME)
+            except ml_errors.ManagedLedgerError as exc:  # the next load or switch tries again
+                log.warning("%s: deleting the deduplication cursor failed: %s", self.name, exc)
 
     async def load_durable_subscriptions(self) -> None:
         """Subscriptions live on as cursors: make them visible after a restart."""

@@ -133,14 +133,28 @@ class PolicyEnforcer:
         if not topics:
             return
         for topic in topics:
-            self.apply(topic, await self.policies_of_topic(topic.name))
+            await self._reapply(topic, await self.policies_of_topic(topic.name))
 
     async def topic_changed(self, name: naming.TopicName) -> None:
         """Give a topic (every loaded partition of it) its policies again."""
         base = _base_topic(name)
         for topic in self._loaded_topics():
             if _base_topic(topic.name) == base:
-                self.apply(topic, await self.policies_of_topic(topic.name))
+                await self._reapply(topic, await self.policies_of_topic(topic.name))
+
+    async def _reapply(self, topic: PersistentTopic, topic_policies: policies.TopicPolicies) -> None:
+        """apply, then switch deduplication on or off at once when that changed, as
+        Apache's broker checks the deduplication status on a policy change."""
+        self.apply(topic, topic_policies)
+        if topic.closed or topic_policies.deduplication_enabled == (topic.deduplication is not None):
+            return
+        try:
+            if topic_policies.deduplication_enabled:
+                await topic.enable_deduplication()
+            else:
+                await topic.disable_deduplication()
+        except Exception:
+            log.exception("switching deduplication of %s failed", topic.name)
 
     # -- periodic checks -------------------------------------------------------------
 
