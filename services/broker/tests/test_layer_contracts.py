@@ -96,6 +96,7 @@ PURE_CORES = (
     "pulsar_broker.managed_ledger.layout",
     "pulsar_broker.managed_ledger.ranges",
     "pulsar_broker.managed_ledger.trimming",
+    "pulsar_broker.managed_ledger.stats",
     "pulsar_broker.subscriptions.selection",
     "pulsar_broker.subscriptions.dispatch_rate",
     "pulsar_broker.topics.publish_rate",
