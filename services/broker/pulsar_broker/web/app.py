@@ -30,6 +30,7 @@ from pulsar_broker.web import (
     isolation_policies,
     lookup,
     metrics,
+    namespace_metadata,
     namespaces,
     packages,
     permissions,
@@ -90,8 +91,10 @@ def create_app(service: BrokerService) -> web.Application:
     app[rest.SERVICE] = service
     for module in (clusters, tenants, namespaces, bundles, topics, subscriptions, lookup,
                    dynamic_config, brokers, schemas, permissions, bookies, topic_policies,
-                   resource_quotas, isolation_policies, topic_messages, topic_properties):
+                   resource_quotas, isolation_policies, topic_messages, topic_properties,
+                   namespace_metadata):
         app.router.add_routes(module.routes)
+    app.router.add_routes(namespace_metadata.LAST_ROUTES)
     rates.install(app, service)
     dynamic_config.install(app, service)
     broker_stats.install(app, service)

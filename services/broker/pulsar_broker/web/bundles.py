@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+from pulsar_common import naming
 
 from pulsar_broker import errors
 from pulsar_broker.loadbalance import settings as lb_settings
@@ -155,6 +156,34 @@ async def _split_points(request: web.Request, service: BrokerService, bundle: Na
     if not points:
         raise errors.PreconditionFailedError(f"Bundle {bundle} cannot be split with {algorithm}")
     return points
+
+
+# Topic hash positions
+
+@routes.get(BUNDLE + "/topicHashPositions")
+async def topic_hash_positions(request: web.Request) -> web.Response:
+    """Each topic's position in the hash space: the topics named by ?topics= (short names
+    are of this namespace; a partitioned topic stands for its partitions) that fall into
+    the bundle, or every topic of the bundle when none is named."""
+    service = rest.service(request)
+    ns = rest.namespace_name(request)
+    await service.check_namespace(ns)
+    bundle = await service.namespaces.find_bundle(ns, request.match_info["bundle"])
+    wanted = request.query.getall("topics", [])
+    if wanted:
+        names = []
+        for text in wanted:
+            topic = (naming.TopicName.parse(text) if "://" in text
+                     else naming.TopicName.parse(f"persistent://{ns}/{text}"))
+            partitions = await service.resources.get_partitions(topic)
+            names.extend([topic.partition(i) for i in range(partitions)] if partitions
+                         else [topic])
+    else:
+        names = await service.topics_of_bundle(bundle)
+    positions = {str(name): namespace_bundles.topic_hash(name) for name in names
+                 if name.namespace_name == ns and bundle.holds(namespace_bundles.topic_hash(name))}
+    return rest.ok_json({"namespace": str(ns), "bundle": bundle.range,
+                         "topicHashPositions": positions})
 
 
 # Clear backlog

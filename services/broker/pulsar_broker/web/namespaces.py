@@ -279,6 +279,26 @@ def _compatibility(body: Any) -> str:
     return body.upper()
 
 
+SCHEMA_AUTO_UPDATE_STRATEGIES = ("AutoUpdateDisabled", "Backward", "Forward", "Full",
+                                 "AlwaysCompatible", "BackwardTransitive", "ForwardTransitive",
+                                 "FullTransitive")
+SUBSCRIPTION_TYPES = ("Exclusive", "Shared", "Failover", "Key_Shared")
+
+
+def _choice(body: Any, choices: tuple[str, ...], what: str) -> str:
+    if body not in choices:
+        raise errors.InvalidRequestError(f"Invalid {what} {body!r}: must be one of "
+                                         + ", ".join(choices))
+    return str(body)
+
+
+def subscription_types(body: Any) -> list[str]:
+    """A JSON list of subscription type names (Apache's SubscriptionType), kept sorted."""
+    if not isinstance(body, list):
+        raise errors.InvalidRequestError("Subscription types must be a JSON list")
+    return sorted({_choice(t, SUBSCRIPTION_TYPES, "subscription type") for t in body})
+
+
 def _clusters(body: Any) -> list[str]:
     if not isinstance(body, list) or not all(isinstance(c, str) for c in body):
         raise errors.InvalidRequestError("Replication clusters must be a list of names")
@@ -293,12 +313,52 @@ _simple_policy("/persistence", "persistence", persistence, limits=persistence_li
 _simple_policy("/autoTopicCreation", "autoTopicCreationOverride", _auto_topic_creation,
                limits=_auto_topic_creation_limits)
 _simple_policy("/delayedDelivery", "delayed_delivery_policies", delayed_delivery)
-_simple_policy("/isAllowAutoUpdateSchema", "is_allow_auto_update_schema", boolean)
-_simple_policy("/schemaValidationEnforced", "schema_validation_enforced", boolean,
-               unset=False)
 # Like Apache's, an undefined strategy reads as the default, FULL.
 _simple_policy("/schemaCompatibilityStrategy", "schema_compatibility_strategy", _compatibility,
                ("PUT", "POST"), unset="FULL")
+# Apache's older per-namespace setting, answered Full when unset; no DELETE in Apache.
+_simple_policy("/schemaAutoUpdateCompatibilityStrategy", "schema_auto_update_compatibility_strategy",
+               lambda body: _choice(body, SCHEMA_AUTO_UPDATE_STRATEGIES, "strategy"), ("PUT",),
+               unset="Full")
+_simple_policy("/subscriptionTypesEnabled", "subscription_types_enabled", subscription_types,
+               unset=[])
+
+
+@routes.get(NS + "/isAllowAutoUpdateSchema")
+async def get_is_allow_auto_update_schema(request: web.Request) -> web.Response:
+    """Unset, it answers broker.conf's isAllowAutoUpdateSchemaEnabled, as Apache does."""
+    ns = rest.namespace_name(request)
+    service = rest.service(request)
+    allowed = (await service.resources.get_policies(ns)).get("is_allow_auto_update_schema")
+    if allowed is None:
+        allowed = service.config.is_allow_auto_update_schema_enabled
+    return rest.ok_json(bool(allowed))
+
+
+@routes.post(NS + "/isAllowAutoUpdateSchema")
+async def set_is_allow_auto_update_schema(request: web.Request) -> web.Response:
+    value = boolean(await rest.body_json(request))
+    return await _update_policies(
+        request, lambda p: p.__setitem__("is_allow_auto_update_schema", value))
+
+
+@routes.get(NS + "/schemaValidationEnforced")
+async def get_schema_validation_enforced(request: web.Request) -> web.Response:
+    """With applied=true, an unset (or false) value answers broker.conf's
+    isSchemaValidationEnforced, as Apache does."""
+    ns = rest.namespace_name(request)
+    service = rest.service(request)
+    enforced = bool((await service.resources.get_policies(ns)).get("schema_validation_enforced"))
+    if not enforced and rest.query_flag(request, "applied"):
+        enforced = service.config.is_schema_validation_enforced
+    return rest.ok_json(enforced)
+
+
+@routes.post(NS + "/schemaValidationEnforced")
+async def set_schema_validation_enforced(request: web.Request) -> web.Response:
+    value = boolean(await rest.body_json(request))
+    return await _update_policies(
+        request, lambda p: p.__setitem__("schema_validation_enforced", value))
 
 
 # Limits and rates: stored and served as Apache's admin API does. Which of them the broker

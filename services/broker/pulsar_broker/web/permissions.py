@@ -100,6 +100,14 @@ async def revoke_on_namespace(request: web.Request) -> web.Response:
     return rest.no_content()
 
 
+@routes.get(NS + "/subscription")
+async def get_subscription_permissions(request: web.Request) -> web.Response:
+    """Subscription -> the roles allowed to use it."""
+    ns = rest.namespace_name(request)
+    policies = await rest.service(request).resources.get_policies(ns)
+    return rest.ok_json(auth_policies(policies)["subscription_auth_roles"])
+
+
 @routes.post(NS + "/subscription/{subscription}")
 async def grant_on_subscription(request: web.Request) -> web.Response:
     """Only these roles may use the subscription (body: a JSON list of roles)."""

@@ -1,9 +1,11 @@
-"""`pulsar-admin namespaces set-|get-|remove-...` for the limit and rate policies.
+"""`pulsar-admin namespaces set-|get-|remove-...` for the limit, rate, schema and delivery
+policies.
 
 Flags are Apache's (`set-max-producers-per-topic -p`, `set-publish-rate -m -b`,
 `set-dispatch-rate -md -bd -dt -rp`, `set-subscribe-rate -sr -st`,
-`set-inactive-topic-policies -e|-d -t -m`, ...). Each command is one call to
-the namespace's REST path of the same policy.
+`set-inactive-topic-policies -e|-d -t -m`, `set-subscription-types-enabled -t`,
+`set-schema-autoupdate-strategy -c|-d`, `set-delayed-delivery -e|-d -t`, ...). Each
+command is one call to the namespace's REST path of the same policy.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pulsar_client_tools.admin import client, output, units
-from pulsar_client_tools.admin.common import Group, namespace_path
+from pulsar_client_tools.admin.common import Group, comma_list, namespace_path
 
 Body = Callable[[argparse.Namespace], Any]
 
@@ -118,8 +120,93 @@ def _switch_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-d", "--disable", action="store_true")
 
 
+SUBSCRIPTION_TYPES = ("Exclusive", "Shared", "Failover", "Key_Shared")
+#: set-schema-autoupdate-strategy --compatibility -> Apache's SchemaAutoUpdateCompatibilityStrategy.
+AUTO_UPDATE_STRATEGIES = {"FULL": "Full", "BACKWARD": "Backward", "FORWARD": "Forward",
+                          "NONE": "AlwaysCompatible"}
+
+
+def _subscription_types(args: argparse.Namespace) -> list[str]:
+    types = comma_list(args.types)
+    unknown = [t for t in types if t not in SUBSCRIPTION_TYPES]
+    if not types or unknown:
+        raise client.AdminError(400, "--types must list some of " + ", ".join(SUBSCRIPTION_TYPES))
+    return types
+
+
+def _set_auto_update_strategy(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    if args.disabled:
+        strategy = "AutoUpdateDisabled"
+    else:
+        strategy = AUTO_UPDATE_STRATEGIES.get((args.compatibility or "").upper(), "")
+        if not strategy:
+            raise client.AdminError(400, "Either --compatibility or --disabled must be specified")
+    admin.put(namespace_path(args.namespace) + "/schemaAutoUpdateCompatibilityStrategy", strategy)
+
+
+def _get_auto_update_strategy(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    strategy = admin.get(namespace_path(args.namespace) + "/schemaAutoUpdateCompatibilityStrategy")
+    print(str(strategy).upper())
+
+
+def _get_schema_validation_enforced(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    output.print_json(admin.get(namespace_path(args.namespace) + "/schemaValidationEnforced",
+                                {"applied": str(args.applied).lower()}))
+
+
+def _delayed_delivery(args: argparse.Namespace) -> dict[str, Any]:
+    return {"active": _switch(args), "tickTime": units.seconds(args.time) * 1000}
+
+
+def _register_schema_and_delivery(group: Group) -> None:
+    """Subscription types, the schema settings and delayed delivery."""
+    types = _command(group, "set-subscription-types-enabled",
+                     "Set subscription types enabled for a namespace",
+                     _post("/subscriptionTypesEnabled", _subscription_types))
+    types.add_argument("-t", "--types", required=True,
+                       help="comma separated: " + ", ".join(SUBSCRIPTION_TYPES))
+    _command(group, "get-subscription-types-enabled",
+             "Get subscription types enabled for a namespace", _get("/subscriptionTypesEnabled"))
+    _command(group, "remove-subscription-types-enabled",
+             "Remove subscription types enabled for a namespace",
+             _remove("/subscriptionTypesEnabled"))
+    auto_update = _command(group, "set-schema-autoupdate-strategy",
+                           "Set the schema auto-update strategy for a namespace",
+                           _set_auto_update_strategy)
+    auto_update.add_argument("-c", "--compatibility",
+                             help="Full, Backward, Forward or None (always compatible)")
+    auto_update.add_argument("-d", "--disabled", action="store_true",
+                             help="disable automatic schema updates")
+    _command(group, "get-schema-autoupdate-strategy",
+             "Get the schema auto-update strategy for a namespace", _get_auto_update_strategy)
+    _switch_flags(_command(group, "set-is-allow-auto-update-schema",
+                           "Set whether producers may update the schema of a namespace",
+                           _post("/isAllowAutoUpdateSchema", _switch)))
+    _command(group, "get-is-allow-auto-update-schema",
+             "Get whether producers may update the schema of a namespace",
+             _get("/isAllowAutoUpdateSchema"))
+    _switch_flags(_command(group, "set-schema-validation-enforce",
+                           "Set whether schema validation is enforced in a namespace",
+                           _post("/schemaValidationEnforced", _switch)))
+    _command(group, "get-schema-validation-enforce",
+             "Get whether schema validation is enforced in a namespace",
+             _get_schema_validation_enforced).add_argument(
+        "-ap", "--applied", action="store_true", help="the value in force (broker default)")
+    delayed = _command(group, "set-delayed-delivery",
+                       "Set the delayed delivery policy on a namespace",
+                       _post("/delayedDelivery", _delayed_delivery))
+    _switch_flags(delayed)
+    delayed.add_argument("-t", "--time", default="1s",
+                         help="tick time of delayed delivery, e.g. 1s, 10s, 1m (default 1s)")
+    _command(group, "get-delayed-delivery", "Get the delayed delivery policy for a namespace",
+             _get("/delayedDelivery"))
+    _command(group, "remove-delayed-delivery",
+             "Remove delayed delivery policies from a namespace", _remove("/delayedDelivery"))
+
+
 def register(group: Group) -> None:
     """Add the policy commands to the `namespaces` group."""
+    _register_schema_and_delivery(group)
     for suffix, (path, noun, (short, long)) in LIMITS.items():
         dest = long.lstrip("-").replace("-", "_")
         _policy(group, suffix, path, noun, _attribute(dest)).add_argument(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import urllib.parse
 from typing import Any
 
 from pulsar_client_tools.admin import client, namespace_policies, output, permissions, units
@@ -75,13 +76,81 @@ def _bundles(admin: client.AdminClient, args: argparse.Namespace) -> None:
     output.print_json(admin.get(namespace_path(args.namespace) + "/bundles"))
 
 
+def _bundle_path(args: argparse.Namespace) -> str:
+    """The namespace's path, or its bundle's with --bundle."""
+    return namespace_path(args.namespace) + (f"/{args.bundle}" if args.bundle else "")
+
+
 def _clear_backlog(admin: client.AdminClient, args: argparse.Namespace) -> None:
     suffix = "/clearBacklog" + (f"/{client.quote(args.subscription)}" if args.subscription else "")
-    admin.post(namespace_path(args.namespace) + suffix)
+    admin.post(_bundle_path(args) + suffix)
 
 
 def _unsubscribe(admin: client.AdminClient, args: argparse.Namespace) -> None:
-    admin.post(namespace_path(args.namespace) + f"/unsubscribe/{client.quote(args.subscription)}")
+    admin.post(_bundle_path(args) + f"/unsubscribe/{client.quote(args.subscription)}")
+
+
+def _topic_positions(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    # The topics parameter repeats (?topics=a&topics=b), so the query is built here.
+    query = urllib.parse.urlencode([("topics", t) for t in comma_list(args.topic_list)])
+    output.print_json(admin.get(f"{namespace_path(args.namespace)}/{args.bundle}"
+                                "/topicHashPositions" + (f"?{query}" if query else "")))
+
+
+# Properties and groups (stored with the namespace; see docs/compatibility.md).
+
+def _print_text(reply: client.Reply) -> None:
+    """A bare string answer (Apache answers property values and groups unquoted)."""
+    if reply.body:
+        print(reply.body.decode())
+
+
+def _set_property(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.put(f"{namespace_path(args.namespace)}/property/{client.quote(args.key)}/"
+              f"{client.quote(args.value)}")
+
+
+def _get_property(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    _print_text(admin.request(
+        "GET", f"{namespace_path(args.namespace)}/property/{client.quote(args.key)}"))
+
+
+def _remove_property(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    _print_text(admin.request(
+        "DELETE", f"{namespace_path(args.namespace)}/property/{client.quote(args.key)}"))
+
+
+def _set_properties(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    properties: dict[str, str] = {}
+    for pair in comma_list(args.properties):
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise client.AdminError(400, f"Invalid property {pair!r}: expected key=value")
+        properties[key] = value
+    if not properties:
+        raise client.AdminError(400, "Required at least one property for the namespace")
+    admin.put(namespace_path(args.namespace) + "/properties", properties)
+
+
+def _set_anti_affinity_group(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.post(namespace_path(args.namespace) + "/antiAffinity", args.group)
+
+
+def _get_anti_affinity_group(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    _print_text(admin.request("GET", namespace_path(args.namespace) + "/antiAffinity"))
+
+
+def _anti_affinity_namespaces(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    path = (f"/admin/v2/namespaces/{client.quote(args.cluster)}/antiAffinity/"
+            f"{client.quote(args.group)}")
+    output.print_json(admin.get(path, {"tenant": args.tenant} if args.tenant else None))
+
+
+def _set_bookie_affinity_group(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    body = {"bookkeeperAffinityGroupPrimary": args.primary_group}
+    if args.secondary_group:
+        body["bookkeeperAffinityGroupSecondary"] = args.secondary_group
+    admin.post(namespace_path(args.namespace) + "/persistence/bookieAffinity", body)
 
 
 def _set_retention(admin: client.AdminClient, args: argparse.Namespace) -> None:
@@ -181,11 +250,65 @@ def register(groups: Any) -> None:
     clear = _ns_command(group, "clear-backlog", "Clear the backlog of the namespace's topics",
                         _clear_backlog)
     clear.add_argument("-s", "--sub", dest="subscription", help="only this subscription")
+    clear.add_argument("-b", "--bundle", help="only this bundle's topics")
     clear.add_argument("-force", "--force", action="store_true", help="do not ask (always)")
-    _ns_command(group, "unsubscribe", "Delete a subscription from every topic of the namespace",
-                _unsubscribe).add_argument("-s", "--sub", dest="subscription", required=True)
+    unsubscribe = _ns_command(group, "unsubscribe",
+                              "Delete a subscription from every topic of the namespace",
+                              _unsubscribe)
+    unsubscribe.add_argument("-s", "--sub", dest="subscription", required=True)
+    unsubscribe.add_argument("-b", "--bundle", help="only this bundle's topics")
+    positions = _ns_command(group, "get-topic-positions",
+                            "Get the hash positions of topics in a namespace bundle",
+                            _topic_positions)
+    positions.add_argument("-b", "--bundle", required=True, help="bundle range")
+    positions.add_argument("-tl", "--topic-list", dest="topic_list",
+                           help="comma separated topics (default: every topic of the bundle)")
     _register_policies(group)
+    _register_metadata(group)
     permissions.register_namespace(group)
+    _ns_command(group, "subscription-permission",
+                "Get permissions to access subscription admin-api",
+                _print_get("/permissions/subscription"))
+
+
+def _register_metadata(group: Group) -> None:
+    """Properties, the anti-affinity group and the bookie-affinity group."""
+    prop = _ns_command(group, "set-property", "Set property for a namespace", _set_property)
+    prop.add_argument("-k", "--key", required=True)
+    prop.add_argument("-v", "--value", required=True)
+    _ns_command(group, "get-property", "Get property for a namespace",
+                _get_property).add_argument("-k", "--key", required=True)
+    _ns_command(group, "remove-property", "Remove property for a namespace",
+                _remove_property).add_argument("-k", "--key", required=True)
+    _ns_command(group, "set-properties", "Set properties of a namespace",
+                _set_properties).add_argument("-p", "--properties", required=True,
+                                              help="key=value pairs, comma separated")
+    _ns_command(group, "get-properties", "Get properties of a namespace",
+                _print_get("/properties"))
+    _ns_command(group, "clear-properties", "Clear all properties for a namespace",
+                _remove("/properties"))
+
+    _ns_command(group, "set-anti-affinity-group", "Set Anti-affinity group name for a namespace",
+                _set_anti_affinity_group).add_argument("-g", "--group", required=True)
+    _ns_command(group, "get-anti-affinity-group", "Get Anti-affinity group name for a namespace",
+                _get_anti_affinity_group)
+    _ns_command(group, "delete-anti-affinity-group",
+                "Remove Anti-affinity group name for a namespace", _remove("/antiAffinity"))
+    members = group.command("get-anti-affinity-namespaces",
+                            "Get Anti-affinity namespaces grouped with the given anti-affinity "
+                            "group name", _anti_affinity_namespaces)
+    members.add_argument("-c", "--cluster", required=True)
+    members.add_argument("-g", "--group", required=True)
+    members.add_argument("-p", "--tenant", help="the tenant whose namespaces are searched")
+
+    bookies = _ns_command(group, "set-bookie-affinity-group", "Set the bookie-affinity group name",
+                          _set_bookie_affinity_group)
+    bookies.add_argument("-pg", "--primary-group", dest="primary_group", required=True)
+    bookies.add_argument("-sg", "--secondary-group", dest="secondary_group")
+    _ns_command(group, "get-bookie-affinity-group", "Get the bookie-affinity group name",
+                _print_get("/persistence/bookieAffinity"))
+    _ns_command(group, "delete-bookie-affinity-group", "Delete the bookie-affinity group name",
+                _remove("/persistence/bookieAffinity"))
 
 
 def _register_policies(group: Group) -> None:
