@@ -59,3 +59,17 @@ def test_broker_stats_topics_prints_compact_or_indented_json(
 
 def test_brokers_backlog_quota_check(admin) -> None:
     assert admin.ok("brokers", "backlog-quota-check") == "ok\n"
+
+
+def test_topic_lists_with_system_topics_and_by_bundle(admin, unique: str) -> None:
+    ns = f"public/cli-list-{unique}"
+    admin.ok("namespaces", "create", ns)
+    admin.ok("topics", "create", f"persistent://{ns}/__change_events")
+    admin.ok("topics", "create", f"persistent://{ns}/plain")
+    admin.ok("topics", "create-partitioned-topic", f"persistent://{ns}/parted", "-p", "1")
+    assert admin.ok("topics", "list", ns).split() == [
+        f"persistent://{ns}/parted-partition-0", f"persistent://{ns}/plain"]
+    assert f"persistent://{ns}/__change_events" in admin.ok("topics", "list", ns, "-isst")
+    assert admin.ok("topics", "list", ns, "-b", "0x00000000_0x00000001") == ""
+    assert admin.ok("topics", "list-partitioned-topics", ns, "-isst").split() == [
+        f"persistent://{ns}/parted"]

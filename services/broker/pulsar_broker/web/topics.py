@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
+from pulsar_common import naming
 from pulsar_common.wire import entry_info
 
 from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
+from pulsar_broker.topics import persistent_topic
 from pulsar_broker.web import (
     rates,
     remote_partitions,
@@ -38,14 +40,26 @@ def _partition_count(body: Any, highest: int) -> int:
     return count
 
 
+def _without_system_topics(request: web.Request, names: list[str]) -> list[str]:
+    """Apache's includeSystemTopic (default false): the broker's own topics are left out."""
+    if rest.query_flag(request, "includeSystemTopic"):
+        return names
+    return [n for n in names if not persistent_topic.is_system_topic(naming.TopicName.parse(n))]
+
+
 @routes.get(NS)
 async def list_topics(request: web.Request) -> web.Response:
+    """?bundle=0x..._0x... keeps the topics of that bundle only."""
     ns = rest.namespace_name(request)
     service = rest.service(request)
     await service.check_namespace(ns)
-    if request.match_info["domain"] != "persistent":
-        return rest.ok_json(await service.topics_of_namespace(ns, "NON_PERSISTENT"))
-    return rest.ok_json(await service.topics_of_namespace(ns, "PERSISTENT"))
+    mode = "PERSISTENT" if request.match_info["domain"] == "persistent" else "NON_PERSISTENT"
+    names = _without_system_topics(request, await service.topics_of_namespace(ns, mode))
+    bundle = request.query.get("bundle")
+    if bundle:
+        names = [n for n in names
+                 if (await service.namespaces.bundle_of(naming.TopicName.parse(n))).range == bundle]
+    return rest.ok_json(names)
 
 
 @routes.get(NS + "/partitioned")
@@ -54,7 +68,8 @@ async def list_partitioned_topics(request: web.Request) -> web.Response:
     service = rest.service(request)
     await service.check_namespace(ns)
     domain = request.match_info["domain"]
-    return rest.ok_json(await service.resources.list_partitioned_topics(ns, domain))
+    names = await service.resources.list_partitioned_topics(ns, domain)
+    return rest.ok_json(_without_system_topics(request, names))
 
 
 @routes.put(TOPIC)

@@ -156,3 +156,27 @@ def test_backlog_quota_check_evicts_a_backlog_over_its_quota_now(
     assert http.get(stats_path).json()["backlogSize"] > 1000
     assert http.get("/admin/v2/brokers/backlog-quota-check").status == 204
     assert http.get(stats_path).json()["backlogSize"] <= 900
+
+
+def test_topic_lists_leave_system_topics_out_unless_asked_and_filter_by_bundle(
+        http: Http, unique: str) -> None:
+    ns = f"public/list-{unique}"
+    assert http.put(f"/admin/v2/namespaces/{ns}", {"bundles": {"numBundles": 4}}).status == 204
+    base = f"/admin/v2/persistent/{ns}"
+    for topic in ("__change_events", "plain-a", "plain-b", "plain-c"):
+        assert http.put(f"{base}/{topic}").status == 204
+    assert http.put(f"{base}/__transaction_buffer_snapshot/partitions", 1).status == 204
+    assert http.put(f"{base}/parted/partitions", 1).status == 204
+    plain = [f"persistent://{ns}/plain-{x}" for x in "abc"]
+    assert http.get(base).json() == [f"persistent://{ns}/parted-partition-0", *plain]
+    with_system = http.get(f"{base}?includeSystemTopic=true").json()
+    assert f"persistent://{ns}/__change_events" in with_system
+    assert http.get(f"{base}/partitioned").json() == [f"persistent://{ns}/parted"]
+    assert f"persistent://{ns}/__transaction_buffer_snapshot" in http.get(
+        f"{base}/partitioned?includeSystemTopic=true").json()
+    by_bundle: list[str] = []
+    bundles = http.get(f"/admin/v2/namespaces/{ns}/bundles").json()["boundaries"]
+    for lower, upper in zip(bundles, bundles[1:], strict=False):
+        by_bundle += http.get(f"{base}?bundle={lower}_{upper}").json()
+    assert sorted(by_bundle) == http.get(base).json()
+    assert http.get(f"{base}?bundle=0x00000000_0x00000001").json() == []

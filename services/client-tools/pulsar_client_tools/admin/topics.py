@@ -25,11 +25,13 @@ def message_id(text: str) -> dict[str, int]:
         raise units.UnitError(f"invalid message id {text!r}: use ledgerId:entryId") from exc
 
 
-def _ns_list(suffix: str) -> Any:
-    def run(admin: client.AdminClient, args: argparse.Namespace) -> None:
-        path = namespace_path(args.namespace).replace("/namespaces/", "/persistent/")
-        output.print_list(admin.get(path + suffix))
-    return run
+def _list_partitioned(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    path = namespace_path(args.namespace).replace("/namespaces/", "/persistent/")
+    output.print_list(admin.get(path + "/partitioned", _system_query(args)))
+
+
+def _system_query(args: argparse.Namespace) -> dict[str, str]:
+    return {"includeSystemTopic": "true"} if args.include_system_topic else {}
 
 
 def _list(admin: client.AdminClient, args: argparse.Namespace) -> None:
@@ -37,9 +39,12 @@ def _list(admin: client.AdminClient, args: argparse.Namespace) -> None:
     path = namespace_path(args.namespace)
     domains = {"persistent": ["persistent"], "non_persistent": ["non-persistent"]}.get(
         args.topic_domain or "", ["persistent", "non-persistent"])
+    query = _system_query(args)
+    if args.bundle:
+        query["bundle"] = args.bundle
     topics: list[str] = []
     for domain in domains:
-        topics += admin.get(path.replace("/namespaces/", f"/{domain}/")) or []
+        topics += admin.get(path.replace("/namespaces/", f"/{domain}/"), query) or []
     output.print_list(topics)
 
 
@@ -241,8 +246,14 @@ def register(groups: Any) -> None:
     listing.add_argument("namespace")
     listing.add_argument("-td", "--topic-domain", choices=["persistent", "non_persistent"],
                          help="only this kind of topics (default: both)")
-    group.command("list-partitioned-topics", "Get the partitioned topics of a namespace",
-                  _ns_list("/partitioned")).add_argument("namespace")
+    listing.add_argument("-b", "--bundle", help="only the topics of this bundle (0x..._0x...)")
+    partitioned_listing = group.command("list-partitioned-topics",
+                                        "Get the partitioned topics of a namespace",
+                                        _list_partitioned)
+    partitioned_listing.add_argument("namespace")
+    for parser in (listing, partitioned_listing):
+        parser.add_argument("-isst", "--include-system-topic", action="store_true",
+                            help="include the broker's system topics")
     topic_messages.add_metadata_option(
         _topic_command(group, "create", "Create a non-partitioned topic", _create))
     delete = _topic_command(group, "delete", "Delete a topic", _delete)
