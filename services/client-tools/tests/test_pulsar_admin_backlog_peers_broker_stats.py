@@ -73,3 +73,11 @@ def test_topic_lists_with_system_topics_and_by_bundle(admin, unique: str) -> Non
     assert admin.ok("topics", "list", ns, "-b", "0x00000000_0x00000001") == ""
     assert admin.ok("topics", "list-partitioned-topics", ns, "-isst").split() == [
         f"persistent://{ns}/parted"]
+
+
+def test_broker_stats_monitoring_metrics(admin, client: pulsar.Client, unique: str) -> None:
+    producer = client.create_producer(f"persistent://public/default/cli-metrics-{unique}")
+    dumped = json.loads(admin.ok("broker-stats", "monitoring-metrics", "-i"))
+    producer.close()
+    namespaces = {m["dimensions"]["namespace"]: m["metrics"] for m in dumped}
+    assert namespaces["public/default"]["brk_no_of_producers"] >= 1

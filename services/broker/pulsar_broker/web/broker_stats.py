@@ -73,6 +73,43 @@ async def topics(request: web.Request) -> web.Response:
     return rest.ok_json(dump)
 
 
+@routes.get("/admin/v2/broker-stats/metrics")
+async def monitoring_metrics(request: web.Request) -> web.Response:
+    """Apache's per-namespace Metrics of this broker's topics: a list of
+    {"metrics": {"brk_...": value}, "dimensions": {"namespace": ns}}. Apache's list also
+    holds JVM and managed-ledger metrics (the Prometheus /metrics has ours)."""
+    service = rest.service(request)
+    tracker = request.app[rates.TRACKER_KEY]
+    by_namespace: dict[str, dict[str, float]] = {}
+    loaded: list[Any] = [*service.loaded_topics, *service.non_persistent.loaded]
+    for topic in loaded:
+        totals = by_namespace.setdefault(str(topic.name.namespace_name),
+                                         dict.fromkeys(_NAMESPACE_METRICS, 0.0))
+        _add_topic_metrics(totals, stats.topic_stats(topic, tracker))
+    return rest.ok_json([{"metrics": metrics, "dimensions": {"namespace": ns}}
+                         for ns, metrics in sorted(by_namespace.items())])
+
+
+#: Apache's NamespaceStats metrics; replication is absent here, so its three stay 0.
+_NAMESPACE_METRICS = ("brk_in_rate", "brk_in_tp_rate", "brk_out_rate", "brk_out_tp_rate",
+                      "brk_storage_size", "brk_no_of_producers", "brk_no_of_subscriptions",
+                      "brk_no_of_replicators", "brk_no_of_consumers", "brk_msg_backlog",
+                      "brk_replication_backlog", "brk_max_replication_delay_second")
+
+
+def _add_topic_metrics(totals: dict[str, float], topic_stats: dict[str, Any]) -> None:
+    subscriptions = topic_stats.get("subscriptions", {}).values()
+    totals["brk_in_rate"] += topic_stats.get("msgRateIn", 0)
+    totals["brk_in_tp_rate"] += topic_stats.get("msgThroughputIn", 0)
+    totals["brk_out_rate"] += topic_stats.get("msgRateOut", 0)
+    totals["brk_out_tp_rate"] += topic_stats.get("msgThroughputOut", 0)
+    totals["brk_storage_size"] += topic_stats.get("storageSize", 0)
+    totals["brk_no_of_producers"] += len(topic_stats.get("publishers", []))
+    totals["brk_no_of_subscriptions"] += len(subscriptions)
+    totals["brk_no_of_consumers"] += sum(len(s.get("consumers", [])) for s in subscriptions)
+    totals["brk_msg_backlog"] += sum(s.get("msgBacklog", 0) for s in subscriptions)
+
+
 def install(app: web.Application, service: BrokerService) -> None:
     load_manager = manager.LoadManager(service)
     app[LOAD_MANAGER] = load_manager

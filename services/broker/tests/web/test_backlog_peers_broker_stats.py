@@ -180,3 +180,25 @@ def test_topic_lists_leave_system_topics_out_unless_asked_and_filter_by_bundle(
         by_bundle += http.get(f"{base}?bundle={lower}_{upper}").json()
     assert sorted(by_bundle) == http.get(base).json()
     assert http.get(f"{base}?bundle=0x00000000_0x00000001").json() == []
+
+
+def test_monitoring_metrics_sum_each_namespace_of_served_topics(
+        http: Http, client: pulsar.Client, unique: str) -> None:
+    ns = f"public/metrics-{unique}"
+    assert http.put(f"/admin/v2/namespaces/{ns}").status == 204
+    for topic in ("a", "b"):
+        client.subscribe(f"persistent://{ns}/{topic}", "sub").close()
+        producer = client.create_producer(f"persistent://{ns}/{topic}", batching_enabled=False)
+        producer.send(b"one")
+        producer.send(b"two")
+    reply = http.get("/admin/v2/broker-stats/metrics")
+    assert reply.status == 200
+    mine = [m for m in reply.json() if m["dimensions"] == {"namespace": ns}]
+    assert len(mine) == 1
+    metrics = mine[0]["metrics"]
+    assert metrics["brk_no_of_producers"] == 2
+    assert metrics["brk_no_of_subscriptions"] == 2
+    assert metrics["brk_no_of_consumers"] == 0
+    assert metrics["brk_msg_backlog"] == 4
+    assert metrics["brk_storage_size"] > 0
+    assert metrics["brk_no_of_replicators"] == metrics["brk_replication_backlog"] == 0
