@@ -16,6 +16,7 @@ from aiohttp import web
 from pulsar_common import naming
 
 from pulsar_broker import errors
+from pulsar_broker.loadbalance import model as lb_model
 from pulsar_broker.loadbalance import settings as lb_settings
 from pulsar_broker.loadbalance import splitting
 from pulsar_broker.namespace import bundles as namespace_bundles
@@ -24,7 +25,7 @@ from pulsar_broker.namespace.bundles import NamespaceBundle
 from pulsar_broker.namespace.ownership import BrokerUrls
 from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.topics.persistent_topic import PersistentTopic
-from pulsar_broker.web import rest
+from pulsar_broker.web import broker_stats, rest
 
 routes = web.RouteTableDef()
 
@@ -111,12 +112,40 @@ async def unload_bundle(request: web.Request) -> web.Response:
 
 # Split
 
+#: Bundle "names" Apache's split accepts in place of a range (its Policies.BundleType).
+BUNDLE_TYPES = ("LARGEST", "HOT")
+
+
+async def _bundle_of_type(request: web.Request, service: BrokerService,
+                          ns: naming.NamespaceName, bundle_type: str) -> NamespaceBundle:
+    """LARGEST: the bundle with the most topics; HOT: the one with the highest throughput
+    (bytes in and out) in the brokers' load reports. 404 when no bundle qualifies."""
+    candidates = await service.namespaces.bundles(ns)
+    scores: dict[NamespaceBundle, float] = {}
+    if bundle_type == "LARGEST":
+        for bundle in candidates:
+            scores[bundle] = len(await service.topics_of_bundle(bundle))
+    else:
+        reported: dict[str, lb_model.BundleStats] = {}
+        for report in await request.app[broker_stats.LOAD_MANAGER].reports():
+            reported.update(report.bundles)
+        for bundle in candidates:
+            stats = reported.get(str(bundle))
+            scores[bundle] = stats.throughput if stats is not None else 0.0
+    best = max(candidates, key=lambda b: scores[b])
+    if scores[best] <= 0:
+        raise errors.NotFoundError(f"Bundle range {bundle_type} not found")
+    return best
+
+
 @routes.put(BUNDLE + "/split")
+@routes.put(NS + "/{bundle:LARGEST|HOT}/split")
 async def split_bundle(request: web.Request) -> web.Response:
     """Split the bundle where splitAlgorithmName says (the broker's
     defaultNamespaceBundleSplitAlgorithm by default; specified_positions_divide cuts at
     the positions of the JSON body, a list of numbers); with unload=true the pieces are
-    then unloaded, so lookups may place them on other brokers."""
+    then unloaded, so lookups may place them on other brokers. In place of a range, the
+    bundle may be LARGEST or HOT, as in Apache."""
     service = rest.service(request)
     algorithm = (request.query.get("splitAlgorithmName")
                  or service.config.default_namespace_bundle_split_algorithm)
@@ -127,12 +156,17 @@ async def split_bundle(request: web.Request) -> web.Response:
     unload = rest.query_flag(request, "unload")
     ns = rest.namespace_name(request)
     await service.check_namespace(ns)
-    bundle = await service.namespaces.find_bundle(ns, request.match_info["bundle"])
+    name = request.match_info["bundle"]
+    bundle = (await _bundle_of_type(request, service, ns, name) if name in BUNDLE_TYPES
+              else await service.namespaces.find_bundle(ns, name))
     owner = await service.namespaces.owner_of(bundle)
     if owner is None:
         owner = await service.namespaces.ownership.try_acquire(bundle)
     if owner != service.namespaces.me:
-        raise web.HTTPTemporaryRedirect(owner.http_url + request.path_qs)
+        # The chosen range, not LARGEST or HOT, so the owner splits this very bundle.
+        query = f"?{request.query_string}" if request.query_string else ""
+        raise web.HTTPTemporaryRedirect(
+            f"{owner.http_url}/admin/v2/namespaces/{ns}/{bundle.range}/split{query}")
     points = await _split_points(request, service, bundle, algorithm)
     children = await namespace_split.split(service.namespaces, bundle, points)
     if unload:

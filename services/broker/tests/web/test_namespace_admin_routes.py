@@ -221,3 +221,28 @@ def test_clear_backlog_and_unsubscribe_of_one_bundle(
     ok(url, "namespaces", "unsubscribe", namespace, "-b", FULL_BUNDLE, "-s", "keep")
     subscriptions = http.get(f"/admin/v2/persistent/{namespace}/backlog/subscriptions").json()
     assert "keep" not in subscriptions
+
+
+def test_split_bundle_by_type_picks_the_bundle_with_the_most_topics(
+        standalone: broker_testing.StandaloneProcess, http: Http, unique: str) -> None:
+    namespace = f"public/nssplit-{unique}"
+    assert http.put(f"/admin/v2/namespaces/{namespace}",
+                    {"bundles": {"numBundles": 2}}).status == 204
+    for i in range(5):
+        assert http.put(f"/admin/v2/persistent/{namespace}/t-{i}").status == 204
+    before = http.get(f"/admin/v2/namespaces/{namespace}/bundles").json()["boundaries"]
+    counts = {}
+    for lower, upper in zip(before, before[1:]):
+        path = f"/admin/v2/namespaces/{namespace}/{lower}_{upper}/topicHashPositions"
+        counts[(lower, upper)] = len(http.get(path).json()["topicHashPositions"])
+    largest = max(counts, key=lambda r: counts[r])
+    # HOT needs traffic in the load reports; a namespace nobody uses has no hot bundle.
+    hot = http.put(f"/admin/v2/namespaces/{namespace}/HOT/split")
+    assert (hot.status, hot.reason) == (404, "Bundle range HOT not found")
+    ok(standalone.web_url, "namespaces", "split-bundle", namespace, "-bt", "LARGEST")
+    after = http.get(f"/admin/v2/namespaces/{namespace}/bundles").json()
+    assert after["numBundles"] == 3
+    assert set(before) < set(after["boundaries"])
+    new_point = (set(after["boundaries"]) - set(before)).pop()
+    assert int(largest[0], 16) < int(new_point, 16) < int(largest[1], 16)
+    assert admin(standalone.web_url, "namespaces", "split-bundle", namespace).returncode != 0

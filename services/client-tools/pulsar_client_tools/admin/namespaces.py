@@ -68,7 +68,10 @@ def _split_bundle(admin: client.AdminClient, args: argparse.Namespace) -> None:
         positions = [int(p, 0) for p in comma_list(args.split_boundaries or "")]
     except ValueError as exc:
         raise client.AdminError(400, f"--split-boundaries: {exc}") from exc
-    admin.put(f"{namespace_path(args.namespace)}/{args.bundle}/split", positions or None,
+    if bool(args.bundle) == bool(args.bundle_type):
+        raise client.AdminError(400, "Specify exactly one of --bundle and --bundle-type")
+    bundle = args.bundle or args.bundle_type
+    admin.put(f"{namespace_path(args.namespace)}/{bundle}/split", positions or None,
               query=query)
 
 
@@ -235,7 +238,10 @@ def register(groups: Any) -> None:
                         help="broker id (host:webPort) that takes the bundle next")
     split = _ns_command(group, "split-bundle", "Split a namespace bundle in two",
                         _split_bundle)
-    split.add_argument("-b", "--bundle", required=True, help="bundle range to split")
+    split.add_argument("-b", "--bundle", help="bundle range to split")
+    split.add_argument("-bt", "--bundle-type", dest="bundle_type", choices=["LARGEST", "HOT"],
+                       help="split the bundle with the most topics, or the highest throughput "
+                            "(instead of --bundle)")
     split.add_argument("-u", "--unload", action="store_true",
                        help="unload both halves afterwards (lookups may place them elsewhere)")
     split.add_argument("-san", "--split-algorithm-name", dest="split_algorithm_name",
