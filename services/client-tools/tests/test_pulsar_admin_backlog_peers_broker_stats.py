@@ -81,3 +81,7 @@ def test_broker_stats_monitoring_metrics(admin, client: pulsar.Client, unique: s
     producer.close()
     namespaces = {m["dimensions"]["namespace"]: m["metrics"] for m in dumped}
     assert namespaces["public/default"]["brk_no_of_producers"] >= 1
+
+
+def test_brokers_healthcheck_with_a_topic_version(admin) -> None:
+    assert admin.ok("brokers", "healthcheck", "-tv", "V1") == "ok\n"

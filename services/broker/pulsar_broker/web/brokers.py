@@ -64,6 +64,10 @@ async def check_health(service: BrokerService) -> None:
 
 @routes.get("/admin/v2/brokers/health")
 async def health(request: web.Request) -> web.Response:
+    """?topicVersion=V1|V2 picks Apache's heartbeat topic naming; there is one heartbeat
+    topic here, so both check the same one."""
+    if request.query.get("topicVersion", "V2") not in ("V1", "V2"):
+        raise errors.InvalidRequestError("topicVersion must be V1 or V2")
     try:
         await asyncio.wait_for(check_health(rest.service(request)), HEALTH_CHECK_TIMEOUT_S)
     except TimeoutError as exc:

@@ -202,3 +202,10 @@ def test_monitoring_metrics_sum_each_namespace_of_served_topics(
     assert metrics["brk_msg_backlog"] == 4
     assert metrics["brk_storage_size"] > 0
     assert metrics["brk_no_of_replicators"] == metrics["brk_replication_backlog"] == 0
+
+
+def test_health_check_takes_either_heartbeat_topic_version(http: Http) -> None:
+    for version in ("V1", "V2"):
+        reply = http.get(f"/admin/v2/brokers/health?topicVersion={version}")
+        assert (reply.status, reply.body) == (200, b"ok")
+    assert http.get("/admin/v2/brokers/health?topicVersion=V3").status == 400

@@ -14,7 +14,8 @@ from pulsar_client_tools.admin.common import Group
 
 
 def _healthcheck(admin: client.AdminClient, args: argparse.Namespace) -> None:
-    admin.request("GET", "/admin/v2/brokers/health")
+    query = {"topicVersion": args.topic_version} if args.topic_version else None
+    admin.request("GET", "/admin/v2/brokers/health", query=query)
     print("ok")
 
 
@@ -68,7 +69,9 @@ def _runtime(admin: client.AdminClient, args: argparse.Namespace) -> None:
 
 def register(groups: Any) -> None:
     group = Group(groups, "brokers", "Operations about brokers")
-    group.command("healthcheck", "Run a health check against the broker", _healthcheck)
+    group.command("healthcheck", "Run a health check against the broker",
+                  _healthcheck).add_argument("-tv", "--topic-version", choices=["V1", "V2"],
+                                             help="the heartbeat topic's naming")
     group.command("list", "List active brokers of the cluster", _list).add_argument(
         "cluster", nargs="?")
     group.command("leader-broker", "Get the information of the leader broker", _leader)
