@@ -85,3 +85,12 @@ def test_broker_stats_monitoring_metrics(admin, client: pulsar.Client, unique: s
 
 def test_brokers_healthcheck_with_a_topic_version(admin) -> None:
     assert admin.ok("brokers", "healthcheck", "-tv", "V1") == "ok\n"
+
+
+def test_expire_messages_all_subscriptions(admin, client: pulsar.Client, unique: str) -> None:
+    topic = f"persistent://public/default/cli-expire-all-{unique}"
+    client.subscribe(topic, "sub").close()
+    client.create_producer(topic).send(b"old")
+    admin.ok("topics", "expire-messages-all-subscriptions", topic, "-t", "0")
+    assert json.loads(admin.ok("topics", "stats", topic))["subscriptions"]["sub"][
+        "msgBacklog"] == 0

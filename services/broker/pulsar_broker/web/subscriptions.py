@@ -1,10 +1,10 @@
 """`.../{topic}/subscriptions` and `.../{topic}/subscription/{subscription}/...`.
 
-Create and delete subscriptions, skip and clear backlogs, expire old messages
-and reset cursors by time or message id. On a partitioned topic, creating,
-deleting, clearing, expiring and resetting by time apply to every partition,
-as Apache does (partitions served by other brokers are asked there); skipping a
-count and peeking are per partition only.
+Create and delete subscriptions, skip and clear backlogs, expire old messages (of one
+subscription or all of them) and reset cursors by time or message id. On a partitioned
+topic, creating, deleting, clearing, expiring and resetting by time apply to every
+partition, as Apache does (partitions served by other brokers are asked there); skipping
+a count and peeking are per partition only.
 """
 
 from __future__ import annotations
@@ -158,6 +158,23 @@ async def expire_messages(request: web.Request) -> web.Response:
     for subscription in await _subscriptions(request):
         if await message_expiry.expire_before(subscription.cursor, cutoff_ms):
             subscription.new_entries()
+    return rest.no_content()
+
+
+@routes.post(TOPIC + "/all_subscription/expireMessages/{seconds}")
+async def expire_messages_of_all_subscriptions(request: web.Request) -> web.Response:
+    """The same on every subscription of the topic (of each partition, on a partitioned
+    topic)."""
+    seconds = rest.path_int(request, "seconds")
+    cutoff_ms = int(time.time() * 1000) - seconds * 1000
+    name = rest.topic_name(request)
+    topic_access.check_persistent(name)
+    parts = await topic_access.fan_out(rest.service(request), name)
+    for topic in parts.local:
+        for subscription in list(topic.subscriptions.values()):
+            if await message_expiry.expire_before(subscription.cursor, cutoff_ms):
+                subscription.new_entries()
+    await remote_partitions.call_each(request, parts.remote, accept=())
     return rest.no_content()
 
 

@@ -209,3 +209,27 @@ def test_health_check_takes_either_heartbeat_topic_version(http: Http) -> None:
         reply = http.get(f"/admin/v2/brokers/health?topicVersion={version}")
         assert (reply.status, reply.body) == (200, b"ok")
     assert http.get("/admin/v2/brokers/health?topicVersion=V3").status == 400
+
+
+def test_expiring_on_all_subscriptions_acknowledges_old_messages_everywhere(
+        http: Http, client: pulsar.Client, unique: str) -> None:
+    topic = f"expire-all-{unique}"
+    assert http.put(f"{NS}/{topic}/partitions", 2).status == 204
+    for sub in ("one", "two"):
+        client.subscribe(f"persistent://public/default/{topic}", sub).close()
+    producer = client.create_producer(f"persistent://public/default/{topic}",
+                                      batching_enabled=False)
+    for i in range(4):
+        producer.send(f"m{i}".encode())
+    producer.close()
+
+    def backlogs() -> dict[str, int]:
+        subs = http.get(f"{NS}/{topic}/partitioned-stats").json()["subscriptions"]
+        return {name: sub["msgBacklog"] for name, sub in subs.items()}
+
+    assert backlogs() == {"one": 4, "two": 4}
+    # Published within the last hour: nothing is that old yet.
+    assert http.post(f"{NS}/{topic}/all_subscription/expireMessages/3600").status == 204
+    assert backlogs() == {"one": 4, "two": 4}
+    assert http.post(f"{NS}/{topic}/all_subscription/expireMessages/0").status == 204
+    assert backlogs() == {"one": 0, "two": 0}

@@ -165,6 +165,11 @@ def _expire(admin: client.AdminClient, args: argparse.Namespace) -> None:
     admin.post(f"{_sub_path(args)}/expireMessages/{units.seconds(args.expire_time)}")
 
 
+def _expire_all(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    admin.post(f"{topic_path(args.topic)}/all_subscription/expireMessages/"
+               f"{units.seconds(args.expire_time)}")
+
+
 def _reset_cursor(admin: client.AdminClient, args: argparse.Namespace) -> None:
     if args.time is not None:
         timestamp_ms = int(time.time() * 1000) - units.seconds(args.time) * 1000
@@ -313,6 +318,10 @@ def _register_subscription_commands(group: Group) -> None:
     _sub_command(group, "clear-backlog", "Skip every message of a subscription", _clear_backlog)
     _sub_command(group, "expire-messages", "Expire messages older than a time",
                  _expire).add_argument("-t", "--expireTime", dest="expire_time", required=True)
+    _topic_command(group, "expire-messages-all-subscriptions",
+                   "Expire messages older than a time on every subscription",
+                   _expire_all).add_argument("-t", "--expireTime", dest="expire_time",
+                                             required=True)
     reset = _sub_command(group, "reset-cursor", "Reset a subscription's position", _reset_cursor)
     reset.add_argument("-t", "--time", help="go back this far, e.g. 100m, 3h, 2d")
     reset.add_argument("-m", "--messageId", dest="message_id", help="ledgerId:entryId")
