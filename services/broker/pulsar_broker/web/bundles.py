@@ -110,6 +110,23 @@ async def unload_bundle(request: web.Request) -> web.Response:
     return rest.no_content()
 
 
+# Delete
+
+@routes.delete(BUNDLE)
+async def delete_bundle(request: web.Request) -> web.Response:
+    """As Apache: refused (409) while persistent topics fall into the bundle, unless
+    force=true; then the bundle is given up by its owner (its topics stay stored)."""
+    force = rest.query_flag(request, "force")
+
+    async def work(service: BrokerService, bundle: NamespaceBundle) -> None:
+        if not force and await service.topics_of_bundle(bundle):
+            raise errors.ConflictError("Cannot delete non empty bundle")
+        await _unload(service, bundle)
+
+    await _one_bundle(request, work)
+    return rest.no_content()
+
+
 # Split
 
 #: Bundle "names" Apache's split accepts in place of a range (its Policies.BundleType).

@@ -5,6 +5,7 @@ unsubscribe, through REST and `pulsar-admin namespaces`."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -232,7 +233,7 @@ def test_split_bundle_by_type_picks_the_bundle_with_the_most_topics(
         assert http.put(f"/admin/v2/persistent/{namespace}/t-{i}").status == 204
     before = http.get(f"/admin/v2/namespaces/{namespace}/bundles").json()["boundaries"]
     counts = {}
-    for lower, upper in zip(before, before[1:]):
+    for lower, upper in itertools.pairwise(before):
         path = f"/admin/v2/namespaces/{namespace}/{lower}_{upper}/topicHashPositions"
         counts[(lower, upper)] = len(http.get(path).json()["topicHashPositions"])
     largest = max(counts, key=lambda r: counts[r])
@@ -246,3 +247,25 @@ def test_split_bundle_by_type_picks_the_bundle_with_the_most_topics(
     new_point = (set(after["boundaries"]) - set(before)).pop()
     assert int(largest[0], 16) < int(new_point, 16) < int(largest[1], 16)
     assert admin(standalone.web_url, "namespaces", "split-bundle", namespace).returncode != 0
+
+
+def _owned(http: Http, standalone: broker_testing.StandaloneProcess) -> set[str]:
+    broker = f"127.0.0.1:{standalone.web_port}"
+    return set(http.get(f"/admin/v2/brokers/standalone/{broker}/ownedNamespaces").json())
+
+
+def test_deleting_a_bundle_is_refused_while_topics_fall_into_it_unless_forced(
+        standalone: broker_testing.StandaloneProcess, http: Http, namespace: str,
+        client: pulsar.Client) -> None:
+    topic = f"persistent://{namespace}/kept"
+    client.create_producer(topic).close()  # the bundle is now owned and has a topic
+    assert f"{namespace}/{FULL_BUNDLE}" in _owned(http, standalone)
+    path = f"/admin/v2/namespaces/{namespace}/{FULL_BUNDLE}"
+    refused = http.delete(path)
+    assert (refused.status, refused.reason) == (409, "Cannot delete non empty bundle")
+    assert http.delete(f"{path}?force=true").status == 204
+    # The bundle was given up, not its topics: a lookup assigns it again.
+    assert f"{namespace}/{FULL_BUNDLE}" not in _owned(http, standalone)
+    assert f"persistent://{namespace}/kept" in http.get(
+        f"/admin/v2/namespaces/{namespace}/topics").json()
+    client.create_producer(topic).close()
