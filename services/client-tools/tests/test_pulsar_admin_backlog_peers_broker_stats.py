@@ -94,3 +94,12 @@ def test_expire_messages_all_subscriptions(admin, client: pulsar.Client, unique:
     admin.ok("topics", "expire-messages-all-subscriptions", topic, "-t", "0")
     assert json.loads(admin.ok("topics", "stats", topic))["subscriptions"]["sub"][
         "msgBacklog"] == 0
+
+
+def test_stats_internal_with_ledger_metadata(admin, client: pulsar.Client, unique: str) -> None:
+    topic = f"persistent://public/default/cli-internal-{unique}"
+    client.create_producer(topic).send(b"x")
+    plain = json.loads(admin.ok("topics", "stats-internal", topic))
+    assert "metadata" not in plain["ledgers"][-1]
+    with_metadata = json.loads(admin.ok("topics", "stats-internal", topic, "-m"))
+    assert isinstance(json.loads(with_metadata["ledgers"][-1]["metadata"]), dict)

@@ -133,6 +133,11 @@ def _partitioned_stats(admin: client.AdminClient, args: argparse.Namespace) -> N
     output.print_json(admin.get(topic_path(args.topic) + "/partitioned-stats", query))
 
 
+def _internal_stats(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    query = {"metadata": "true"} if args.metadata else None
+    output.print_json(admin.get(topic_path(args.topic) + "/internalStats", query))
+
+
 def _subscriptions(admin: client.AdminClient, args: argparse.Namespace) -> None:
     output.print_list(admin.get(topic_path(args.topic) + "/subscriptions"))
 
@@ -283,7 +288,8 @@ def register(groups: Any) -> None:
                              help="the stats of each partition too")
     _stats_flags(partitioned)
     _topic_command(group, "stats-internal", "Get the internal stats of a topic",
-                   _print("/internalStats"))
+                   _internal_stats).add_argument(
+        "-m", "--metadata", action="store_true", help="include each ledger's metadata")
     _topic_command(group, "partitioned-stats-internal",
                    "Get the internal stats of each partition of a partitioned topic",
                    _print("/partitioned-internalStats"))
