@@ -207,6 +207,13 @@ class ManagedLedger(Protocol):
     async def set_property(self, key: str, value: str) -> None:
         """Record a property durably, in the managed ledger's metadata."""
 
+    async def trim_consumed_ledgers(self) -> list[int]:
+        """Delete now the ledgers every durable cursor is past and retention lets go."""
+
+    async def truncate(self) -> list[int]:
+        """Move every cursor to the end, then delete every ledger but the current one,
+        whatever the retention; the ids deleted."""
+
     async def close(self) -> None: ...
 
     async def delete(self) -> None:

@@ -91,6 +91,16 @@ class CursorRegistry:
         self._non_durable.add(reader)
         return reader
 
+    async def clear_backlogs(self) -> None:
+        """Move every open cursor (readers' too) to the last entry, and persist the durable
+        ones at once: what truncate does before it deletes the ledgers behind them."""
+        for each in list(self._durable.values()) + list(self._non_durable):
+            if not each.is_closed:
+                await each.clear_backlog()
+        for each in list(self._durable.values()):
+            if not each.is_closed:
+                await each.flush()
+
     async def delete(self, name: str) -> None:
         found = self._durable.pop(name, None)
         if found is None:

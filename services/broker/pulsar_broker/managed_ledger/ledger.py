@@ -44,6 +44,7 @@ from pulsar_broker.managed_ledger import (
     rollover,
     stats,
     trimmer,
+    trimming,
 )
 
 log = logging.getLogger(__name__)
@@ -469,6 +470,19 @@ class ManagedLedgerImpl:
     async def trim_consumed_ledgers(self) -> list[int]:
         """Delete ledgers every durable cursor is past and retention lets go; their ids."""
         return await self._trimmer.trim()
+
+    async def truncate(self) -> list[int]:
+        """Apache's asyncTruncate: every cursor moves to the last entry (its backlog cleared,
+        the cursor kept), then every ledger but the current one is deleted, whatever the
+        retention; the ids deleted. There is no rollover first: the current ledger stays,
+        and goes with a later trim once it has rolled over. Cursors are persisted before
+        the ledger list changes, so a crash in between leaves ledgers nobody needs, never a
+        cursor behind a deleted ledger."""
+        self._check_usable()
+        if self._state is State.FENCED:
+            raise errors.ManagedLedgerFencedError(f"{self._name} is fenced: {self._fence_reason}")
+        await self._cursors.clear_backlogs()
+        return await self._trimmer.trim(trimming.KEEP_NOTHING)
 
     async def wait_trimmed(self) -> None:
         """Until a trim running in the background (scheduled by an ack) is over."""

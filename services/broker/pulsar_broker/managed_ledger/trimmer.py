@@ -74,25 +74,29 @@ class Trimmer:
             if not self._again:
                 return
 
-    async def trim(self) -> list[int]:
-        """Delete ledgers every durable cursor is past and retention lets go; their ids."""
+    async def trim(self, retention: trimming.Retention | None = None) -> list[int]:
+        """Delete ledgers every durable cursor is past and retention lets go; their ids.
+        retention overrides the configured one (truncate passes KEEP_NOTHING)."""
         async with self._lock:
-            doomed_ids = await self._drop_from_list()
+            doomed_ids = await self._drop_from_list(retention)
             for ledger_id in doomed_ids:
                 await self._owner.forget_ledger(ledger_id)
             return doomed_ids
 
-    async def _drop_from_list(self) -> list[int]:
+    async def _drop_from_list(self, retention: trimming.Retention | None) -> list[int]:
         """Remove the ledgers that may go from the persisted list (first, so none dangles)."""
         async with self._ledgers.lock:
             if not self._owner.trimmable():
                 return []
-            ml_config = self._owner.config
+            if retention is None:
+                ml_config = self._owner.config
+                retention = trimming.Retention(ml_config.retention_time_ms,
+                                               ml_config.retention_size_bytes)
             doomed = trimming.ledgers_to_delete(
                 self._ledgers.ledgers,
                 self._ledgers.newest_ledger_id,
                 self._owner.slowest_mark_delete(),
-                trimming.Retention(ml_config.retention_time_ms, ml_config.retention_size_bytes),
+                retention,
                 self._owner.now_ms(),
             )
             if not doomed:

@@ -5,7 +5,8 @@ wholly at or before the slowest mark-delete position) and retention no
 longer asks to keep it. As in Pulsar, a consumed ledger is kept while it is
 younger than the retention time and the data kept stays within the retention
 size; it goes as soon as either limit is exceeded (-1, shown here as None,
-never is). The current ledger is never deleted.
+never is). The current ledger is never deleted. Truncating a topic decides
+with KEEP_NOTHING: every consumed ledger goes, whatever the retention.
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ class Retention:
     time_ms: int | None
     #: None sets no size limit.
     size_bytes: int | None
+
+
+#: What truncate keeps of the consumed ledgers: nothing (each is as old and as large as
+#: can be, as far as retention goes).
+KEEP_NOTHING = Retention(time_ms=0, size_bytes=0)
 
 
 def fully_consumed(info: api.LedgerInfo, slowest_mark_delete: api.Position) -> bool:
