@@ -19,6 +19,7 @@ from pulsar_broker import errors, resources
 from pulsar_broker.config import BrokerConfig
 from pulsar_broker.schema import compatibility
 from pulsar_broker.service.broker_service import BrokerService
+from pulsar_broker.topics import persistent_topic
 from pulsar_broker.web import rest
 
 routes = web.RouteTableDef()
@@ -113,7 +114,12 @@ async def namespace_topics(request: web.Request) -> web.Response:
     if mode not in ("PERSISTENT", "NON_PERSISTENT", "ALL"):
         raise errors.InvalidRequestError(f"Invalid mode {mode}")
     await service.check_namespace(ns)
-    return rest.ok_json(await service.topics_of_namespace(ns, mode))
+    names = await service.topics_of_namespace(ns, mode)
+    if not rest.query_flag(request, "includeSystemTopic"):
+        # As Apache: the broker's own topics only when asked for.
+        names = [n for n in names
+                 if not persistent_topic.is_system_topic(naming.TopicName.parse(n))]
+    return rest.ok_json(names)
 
 
 # One field of the Policies record per endpoint.

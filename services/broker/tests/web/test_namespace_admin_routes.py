@@ -269,3 +269,15 @@ def test_deleting_a_bundle_is_refused_while_topics_fall_into_it_unless_forced(
     assert f"persistent://{namespace}/kept" in http.get(
         f"/admin/v2/namespaces/{namespace}/topics").json()
     client.create_producer(topic).close()
+
+
+def test_namespace_topics_leave_system_topics_out_unless_asked(
+        standalone: broker_testing.StandaloneProcess, http: Http, namespace: str) -> None:
+    assert http.put(f"/admin/v2/persistent/{namespace}/__change_events").status == 204
+    assert http.put(f"/admin/v2/persistent/{namespace}/orders").status == 204
+    system = f"persistent://{namespace}/__change_events"
+    base = f"/admin/v2/namespaces/{namespace}/topics"
+    assert http.get(base).json() == [f"persistent://{namespace}/orders"]
+    assert system in http.get(f"{base}?includeSystemTopic=true").json()
+    listed = ok(standalone.web_url, "namespaces", "topics", namespace, "-ist").split()
+    assert system in listed

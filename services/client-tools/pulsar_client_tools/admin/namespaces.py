@@ -35,8 +35,10 @@ def _list(admin: client.AdminClient, args: argparse.Namespace) -> None:
 
 
 def _topics(admin: client.AdminClient, args: argparse.Namespace) -> None:
-    output.print_list(admin.get(namespace_path(args.namespace) + "/topics",
-                                {"mode": args.mode}))
+    query = {"mode": args.mode}
+    if args.include_system_topic:
+        query["includeSystemTopic"] = "true"
+    output.print_list(admin.get(namespace_path(args.namespace) + "/topics", query))
 
 
 def _create(admin: client.AdminClient, args: argparse.Namespace) -> None:
@@ -224,6 +226,8 @@ def register(groups: Any) -> None:
     topics = _ns_command(group, "topics", "Get the list of topics for a namespace", _topics)
     topics.add_argument("-m", "--mode", default="PERSISTENT",
                         choices=["PERSISTENT", "NON_PERSISTENT", "ALL"])
+    topics.add_argument("-ist", "--include-system-topic", dest="include_system_topic",
+                        action="store_true", help="list the broker's own topics too")
     create = _ns_command(group, "create", "Creates a new namespace", _create)
     create.add_argument("-b", "--bundles", type=int, help="number of bundles to activate")
     create.add_argument("-c", "--clusters", help="comma separated replication clusters")
