@@ -65,11 +65,12 @@ def test_properties_are_set_read_and_removed_one_by_one_or_all_together(
     ok(url, "namespaces", "set-property", namespace, "-k", "env", "-v", "prod")
     assert ok(url, "namespaces", "get-property", namespace, "-k", "env").strip() == "prod"
     ok(url, "namespaces", "set-properties", namespace, "-p", "a=1,b=2")
-    assert json.loads(ok(url, "namespaces", "get-properties", namespace)) == {
-        "env": "prod", "a": "1", "b": "2"}
+    # A map prints as Apache's pulsar-admin prints one: `key    value` lines.
+    assert sorted(ok(url, "namespaces", "get-properties", namespace).splitlines()) == [
+        "a    1", "b    2", "env    prod"]
     assert ok(url, "namespaces", "remove-property", namespace, "-k", "a").strip() == "1"
     ok(url, "namespaces", "clear-properties", namespace)
-    assert json.loads(ok(url, "namespaces", "get-properties", namespace)) == {}
+    assert ok(url, "namespaces", "get-properties", namespace) == ""
 
 
 def test_anti_affinity_group_is_stored_and_its_namespaces_listed(
@@ -85,7 +86,7 @@ def test_anti_affinity_group_is_stored_and_its_namespaces_listed(
     assert ok(url, "namespaces", "get-anti-affinity-group", namespace).strip() == group
     members = ok(url, "namespaces", "get-anti-affinity-namespaces", "-c", "standalone",
                  "-g", group.upper(), "-p", "public")
-    assert json.loads(members) == [namespace]
+    assert members.splitlines() == [namespace]
     unknown = http.get(f"/admin/v2/namespaces/no-such-cluster/antiAffinity/{group}?tenant=public")
     assert unknown.status == 412
     ok(url, "namespaces", "delete-anti-affinity-group", namespace)
@@ -193,8 +194,8 @@ def test_subscription_permissions_are_listed(
     assert http.get(f"/admin/v2/namespaces/{namespace}/permissions/subscription").json() == {}
     ok(url, "namespaces", "grant-subscription-permission", namespace, "--subscription", "audit",
        "--roles", "alice,bob")
-    assert json.loads(ok(url, "namespaces", "subscription-permission", namespace)) == {
-        "audit": ["alice", "bob"]}
+    assert ok(url, "namespaces", "subscription-permission", namespace).splitlines() == [
+        "audit    [alice, bob]"]
 
 
 def _backlog(http: Http, topic: str, subscription: str) -> int:

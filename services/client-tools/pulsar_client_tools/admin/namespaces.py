@@ -137,6 +137,16 @@ def _set_properties(admin: client.AdminClient, args: argparse.Namespace) -> None
     admin.put(namespace_path(args.namespace) + "/properties", properties)
 
 
+def _print_map(path_suffix: str) -> Any:
+    """A map printed as Apache's pulsar-admin prints one: `key    value` lines, a list
+    value as Java renders it ([a, b])."""
+    def run(admin: client.AdminClient, args: argparse.Namespace) -> None:
+        for key, value in (admin.get(namespace_path(args.namespace) + path_suffix) or {}).items():
+            shown = f"[{', '.join(map(str, value))}]" if isinstance(value, list) else value
+            print(f"{key}    {shown}")
+    return run
+
+
 def _set_anti_affinity_group(admin: client.AdminClient, args: argparse.Namespace) -> None:
     admin.post(namespace_path(args.namespace) + "/antiAffinity", args.group)
 
@@ -148,7 +158,7 @@ def _get_anti_affinity_group(admin: client.AdminClient, args: argparse.Namespace
 def _anti_affinity_namespaces(admin: client.AdminClient, args: argparse.Namespace) -> None:
     path = (f"/admin/v2/namespaces/{client.quote(args.cluster)}/antiAffinity/"
             f"{client.quote(args.group)}")
-    output.print_json(admin.get(path, {"tenant": args.tenant} if args.tenant else None))
+    output.print_list(admin.get(path, {"tenant": args.tenant} if args.tenant else None) or [])
 
 
 def _set_bookie_affinity_group(admin: client.AdminClient, args: argparse.Namespace) -> None:
@@ -278,7 +288,7 @@ def register(groups: Any) -> None:
     permissions.register_namespace(group)
     _ns_command(group, "subscription-permission",
                 "Get permissions to access subscription admin-api",
-                _print_get("/permissions/subscription"))
+                _print_map("/permissions/subscription"))
 
 
 def _register_metadata(group: Group) -> None:
@@ -294,7 +304,7 @@ def _register_metadata(group: Group) -> None:
                 _set_properties).add_argument("-p", "--properties", required=True,
                                               help="key=value pairs, comma separated")
     _ns_command(group, "get-properties", "Get properties of a namespace",
-                _print_get("/properties"))
+                _print_map("/properties"))
     _ns_command(group, "clear-properties", "Clear all properties for a namespace",
                 _remove("/properties"))
 
