@@ -43,6 +43,7 @@ from pulsar_broker.web import (
     topic_messages,
     topic_policies,
     topic_properties,
+    topic_trim,
     topics,
 )
 
@@ -92,7 +93,7 @@ def create_app(service: BrokerService) -> web.Application:
     for module in (clusters, tenants, namespaces, bundles, topics, subscriptions, lookup,
                    dynamic_config, brokers, schemas, permissions, bookies, topic_policies,
                    resource_quotas, isolation_policies, topic_messages, topic_properties,
-                   namespace_metadata):
+                   namespace_metadata, topic_trim):
         app.router.add_routes(module.routes)
     app.router.add_routes(namespace_metadata.LAST_ROUTES)
     rates.install(app, service)

@@ -6,7 +6,15 @@ import argparse
 import time
 from typing import Any
 
-from pulsar_client_tools.admin import client, output, peek, permissions, topic_messages, units
+from pulsar_client_tools.admin import (
+    client,
+    output,
+    peek,
+    permissions,
+    topic_messages,
+    topic_trim,
+    units,
+)
 from pulsar_client_tools.admin.common import Group, namespace_path, topic_path
 
 _INT64_MAX = 2**63 - 1
@@ -309,6 +317,7 @@ def register(groups: Any) -> None:
                    _compaction_status).add_argument(
         "-w", "--wait-complete", action="store_true", help="wait until compaction completes")
     topic_messages.register(group, _topic_command, _sub_command)
+    topic_trim.register(group, _topic_command)
     _register_subscription_commands(group)
 
 
