@@ -103,3 +103,21 @@ def test_stats_internal_with_ledger_metadata(admin, client: pulsar.Client, uniqu
     assert "metadata" not in plain["ledgers"][-1]
     with_metadata = json.loads(admin.ok("topics", "stats-internal", topic, "-m"))
     assert isinstance(json.loads(with_metadata["ledgers"][-1]["metadata"]), dict)
+
+
+def test_cluster_data_flags_are_stored(admin, unique: str) -> None:
+    name = f"flags-{unique}"
+    admin.ok("clusters", "create", name, "--url", "http://h:8080", "--proxy-url",
+             "pulsar://p:6650", "--proxy-protocol", "SNI", "--auth-plugin", "a.B",
+             "--auth-parameters", "k:v", "--tls-enable", "--tls-allow-insecure",
+             "--tls-trust-certs-filepath", "/ca.pem")
+    data = json.loads(admin.ok("clusters", "get", name))
+    admin.ok("clusters", "delete", name)
+    assert {key: data[key] for key in (
+        "serviceUrl", "proxyServiceUrl", "proxyProtocol", "authenticationPlugin",
+        "authenticationParameters", "brokerClientTlsEnabled", "tlsAllowInsecureConnection",
+        "brokerClientTrustCertsFilePath")} == {
+        "serviceUrl": "http://h:8080", "proxyServiceUrl": "pulsar://p:6650",
+        "proxyProtocol": "SNI", "authenticationPlugin": "a.B", "authenticationParameters": "k:v",
+        "brokerClientTlsEnabled": True, "tlsAllowInsecureConnection": True,
+        "brokerClientTrustCertsFilePath": "/ca.pem"}

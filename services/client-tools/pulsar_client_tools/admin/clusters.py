@@ -1,4 +1,6 @@
-"""`pulsar-admin clusters list|get|create|update|delete` and the failure-domain commands."""
+"""`pulsar-admin clusters list|get|create|update|delete`, the peer-cluster and the
+failure-domain commands. The ClusterData flags (URLs, proxy protocol, authentication, TLS)
+are Apache's; the broker stores them (no geo-replication client uses them here)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,12 @@ BASE = "/admin/v2/clusters"
 def _cluster_data(args: argparse.Namespace) -> dict[str, Any]:
     fields = {"serviceUrl": args.url, "serviceUrlTls": args.url_secure,
               "brokerServiceUrl": args.broker_url, "brokerServiceUrlTls": args.broker_url_secure,
-              "proxyServiceUrl": args.proxy_url}
+              "proxyServiceUrl": args.proxy_url, "proxyProtocol": args.proxy_protocol,
+              "authenticationPlugin": args.cluster_auth_plugin,
+              "authenticationParameters": args.cluster_auth_parameters,
+              "brokerClientTlsEnabled": args.tls_enable,
+              "tlsAllowInsecureConnection": args.cluster_tls_allow_insecure,
+              "brokerClientTrustCertsFilePath": args.tls_trust_certs_filepath}
     return {key: value for key, value in fields.items() if value}
 
 
@@ -25,6 +32,20 @@ def _url_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--broker-url", help="broker-service-url (pulsar://host:6650)")
     parser.add_argument("--broker-url-secure", help="broker-service-url for secure connection")
     parser.add_argument("--proxy-url", help="proxy-service-url")
+    parser.add_argument("--proxy-protocol", choices=["SNI"],
+                        help="protocol to decide type of proxy routing")
+    # Own dests: pulsar-admin's --auth-plugin and --tls-allow-insecure are the admin
+    # client's own.
+    parser.add_argument("--auth-plugin", dest="cluster_auth_plugin",
+                        help="authentication plugin")
+    parser.add_argument("--auth-parameters", dest="cluster_auth_parameters",
+                        help="authentication parameters")
+    parser.add_argument("--tls-enable", action="store_true", help="Enable tls connection")
+    parser.add_argument("--tls-allow-insecure", dest="cluster_tls_allow_insecure",
+                        action="store_true",
+                        help="Allow insecure tls connection")
+    parser.add_argument("--tls-trust-certs-filepath",
+                        help="path for the trusted TLS certificate file")
 
 
 def _list(admin: client.AdminClient, args: argparse.Namespace) -> None:
