@@ -201,6 +201,17 @@ def non_negative_long(body: Any) -> int:
     return value
 
 
+def named_limit(name: str, message: str = "{name} must be 0 or more",
+                highest: int = rest.JAVA_INT_MAX) -> Callable[[Any], int]:
+    """As limit, refused (412) with the message Apache's namespace resource gives for name."""
+    def check(body: Any) -> int:
+        value = rest.java_int(body, name, highest)
+        if value < 0:
+            raise errors.PreconditionFailedError(message.format(name=name))
+        return value
+    return check
+
+
 def delayed_delivery(body: Any) -> dict[str, Any]:
     """Apache's DelayedDeliveryPolicies: active, tickTime (ms) and maxDeliveryDelayInMillis,
     which is refused when set (no limit on delays is enforced yet)."""
@@ -313,7 +324,8 @@ def _clusters(body: Any) -> list[str]:
 
 _simple_policy("/retention", "retention_policies", retention_policies)
 _simple_policy("/messageTTL", "message_ttl_in_seconds", non_negative_int)
-_simple_policy("/compactionThreshold", "compaction_threshold", non_negative_long, ("PUT",))
+_simple_policy("/compactionThreshold", "compaction_threshold",
+               named_limit("compactionThreshold", highest=rest.JAVA_LONG_MAX), ("PUT",))
 _simple_policy("/deduplication", "deduplicationEnabled", boolean)
 _simple_policy("/persistence", "persistence", persistence, limits=persistence_limits)
 _simple_policy("/autoTopicCreation", "autoTopicCreationOverride", _auto_topic_creation,
@@ -456,6 +468,12 @@ def _subscription_auth_mode(body: Any) -> str:
     return str(body)
 
 
+#: Apache's 412 message for a negative value, where it is not "<name> must be 0 or more".
+LIMIT_MESSAGES = {
+    "/subscriptionExpirationTime": "Invalid value for subscription expiration time",
+    "/deduplicationSnapshotInterval": "interval must be greater than or equal to 0",
+}
+
 #: REST path -> the Policies field Apache stores it in.
 NAMESPACE_LIMITS = {
     "/maxProducersPerTopic": "max_producers_per_topic",
@@ -469,7 +487,8 @@ NAMESPACE_LIMITS = {
     "/deduplicationSnapshotInterval": "deduplicationSnapshotIntervalSeconds",
 }
 for _path, _field in NAMESPACE_LIMITS.items():
-    _simple_policy(_path, _field, limit)
+    _simple_policy(_path, _field, named_limit(
+        _path.lstrip("/"), LIMIT_MESSAGES.get(_path, "{name} must be 0 or more")))
 _simple_policy("/publishRate", "publishMaxMessageRate", publish_rate)
 _simple_policy("/dispatchRate", "topicDispatchRate", dispatch_rate)
 _simple_policy("/subscriptionDispatchRate", "subscriptionDispatchRate", dispatch_rate)

@@ -282,3 +282,20 @@ def test_namespace_topics_leave_system_topics_out_unless_asked(
     assert system in http.get(f"{base}?includeSystemTopic=true").json()
     listed = ok(standalone.web_url, "namespaces", "topics", namespace, "-ist").split()
     assert system in listed
+
+
+@pytest.mark.parametrize(("path", "method", "reason"), [
+    ("maxProducersPerTopic", "POST", "maxProducersPerTopic must be 0 or more"),
+    ("maxConsumersPerSubscription", "POST", "maxConsumersPerSubscription must be 0 or more"),
+    ("maxUnackedMessagesPerConsumer", "POST", "maxUnackedMessagesPerConsumer must be 0 or more"),
+    ("maxSubscriptionsPerTopic", "POST", "maxSubscriptionsPerTopic must be 0 or more"),
+    ("maxTopicsPerNamespace", "POST", "maxTopicsPerNamespace must be 0 or more"),
+    ("compactionThreshold", "PUT", "compactionThreshold must be 0 or more"),
+    ("subscriptionExpirationTime", "POST", "Invalid value for subscription expiration time"),
+    ("deduplicationSnapshotInterval", "POST", "interval must be greater than or equal to 0"),
+])
+def test_negative_limits_are_refused_with_apaches_messages(
+        http: Http, namespace: str, path: str, method: str, reason: str) -> None:
+    reply = http.call(method, f"/admin/v2/namespaces/{namespace}/{path}", -1)
+    assert (reply.status, reply.reason) == (412, reason)
+    assert http.get(f"/admin/v2/namespaces/{namespace}/{path}").status == 204
