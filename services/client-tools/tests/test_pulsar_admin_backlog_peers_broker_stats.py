@@ -121,3 +121,13 @@ def test_cluster_data_flags_are_stored(admin, unique: str) -> None:
         "proxyProtocol": "SNI", "authenticationPlugin": "a.B", "authenticationParameters": "k:v",
         "brokerClientTlsEnabled": True, "tlsAllowInsecureConnection": True,
         "brokerClientTrustCertsFilePath": "/ca.pem"}
+
+
+def test_partitioned_lookup_names_each_partitions_broker(admin, unique: str) -> None:
+    topic = f"persistent://public/default/cli-plookup-{unique}"
+    admin.ok("topics", "create-partitioned-topic", topic, "-p", "2")
+    brokers = json.loads(admin.ok("topics", "partitioned-lookup", topic))
+    assert sorted(brokers) == [f"{topic}-partition-0", f"{topic}-partition-1"]
+    assert set(brokers.values()) == {admin.ok("topics", "lookup", topic + "-partition-0").strip()}
+    grouped = json.loads(admin.ok("topics", "partitioned-lookup", topic, "-s"))
+    assert list(grouped.values()) == [[f"{topic}-partition-0", f"{topic}-partition-1"]]

@@ -15,7 +15,7 @@ from pulsar_client_tools.admin import (
     topic_trim,
     units,
 )
-from pulsar_client_tools.admin.common import Group, namespace_path, topic_path
+from pulsar_client_tools.admin.common import Group, namespace_path, topic_name, topic_path
 
 _INT64_MAX = 2**63 - 1
 
@@ -69,6 +69,21 @@ def _lookup_path(topic: str) -> str:
 
 def _lookup(admin: client.AdminClient, args: argparse.Namespace) -> None:
     print(admin.get(_lookup_path(args.topic))["brokerUrl"])
+
+
+def _partitioned_lookup(admin: client.AdminClient, args: argparse.Namespace) -> None:
+    """Each partition's broker, or with --sort-by-broker each broker's partitions."""
+    count = admin.get(topic_path(args.topic) + "/partitions")["partitions"]
+    base = str(topic_name(args.topic))
+    names = [f"{base}-partition-{i}" for i in range(count)] if count else [base]
+    brokers = {name: admin.get(_lookup_path(name))["brokerUrl"] for name in names}
+    if not args.sort_by_broker:
+        output.print_json(brokers)
+        return
+    by_broker: dict[str, list[str]] = {}
+    for name, broker in brokers.items():
+        by_broker.setdefault(broker, []).append(name)
+    output.print_json(by_broker)
 
 
 def _bundle_range(admin: client.AdminClient, args: argparse.Namespace) -> None:
@@ -309,6 +324,9 @@ def register(groups: Any) -> None:
     by_id.add_argument("-e", "--entryId", dest="entry_id", type=int, required=True)
     _topic_command(group, "unload", "Unload a topic", _unload)
     _topic_command(group, "lookup", "Look up the broker serving a topic", _lookup)
+    _topic_command(group, "partitioned-lookup", "Look up the broker of each partition",
+                   _partitioned_lookup).add_argument(
+        "-s", "--sort-by-broker", action="store_true", help="group the partitions by broker")
     _topic_command(group, "bundle-range", "Get the namespace bundle a topic falls into",
                    _bundle_range)
     _topic_command(group, "terminate", "Terminate a topic (no more messages)", _terminate)
