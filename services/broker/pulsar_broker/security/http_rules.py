@@ -60,6 +60,8 @@ _TOPIC_SUFFIXES: dict[tuple[str, str], Rule] = {
     ("GET", "/ledger/{ledger}/entry/{entry}"): CONSUME,
     ("GET", "/examinemessage"): CONSUME,  # Apache: PEEK_MESSAGES, granted with consume
     ("GET", "/messageid/{timestamp}"): CONSUME,
+    ("PUT", "/backlogSize"): CONSUME,  # Apache: GET_BACKLOG_SIZE, granted with consume
+    ("POST", "/all_subscription/expireMessages/{seconds}"): CONSUME,  # EXPIRE_MESSAGES
 }
 _SCHEMA = "/admin/v2/schemas/{tenant}/{namespace}/{topic}"
 _SCHEMA_READS = frozenset({("GET", "/schema"), ("GET", "/schema/{version}"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pulsar
+from pulsar_broker.security import http_rules
 
 if TYPE_CHECKING:
     from conftest import Http
@@ -233,3 +234,16 @@ def test_expiring_on_all_subscriptions_acknowledges_old_messages_everywhere(
     assert backlogs() == {"one": 4, "two": 4}
     assert http.post(f"{NS}/{topic}/all_subscription/expireMessages/0").status == 204
     assert backlogs() == {"one": 0, "two": 0}
+
+
+def test_backlog_routes_need_consume_and_broker_routes_a_superuser() -> None:
+    topic = "/admin/v2/{domain:persistent|non-persistent}/{tenant}/{namespace}/{topic}"
+    for method, suffix in (("PUT", "/backlogSize"),
+                           ("POST", "/subscription/{subscription}/analyzeBacklog"),
+                           ("POST", "/all_subscription/expireMessages/{seconds}")):
+        assert http_rules.rule_for(method, topic + suffix, "") == http_rules.CONSUME
+    for method, route in (("GET", "/admin/v2/brokers/backlog-quota-check"),
+                          ("GET", "/admin/v2/broker-stats/topics"),
+                          ("GET", "/admin/v2/broker-stats/metrics"),
+                          ("POST", "/admin/v2/clusters/{cluster}/peers")):
+        assert http_rules.rule_for(method, route, route) == http_rules.SUPERUSER
