@@ -294,12 +294,14 @@ def register(groups: Any) -> None:
 def _register_metadata(group: Group) -> None:
     """Properties, the anti-affinity group and the bookie-affinity group."""
     prop = _ns_command(group, "set-property", "Set property for a namespace", _set_property)
-    prop.add_argument("-k", "--key", required=True)
-    prop.add_argument("-v", "--value", required=True)
+    prop.add_argument("-k", "--key", required=True, help="key of the property")
+    prop.add_argument("-v", "--value", required=True, help="value of the property")
     _ns_command(group, "get-property", "Get property for a namespace",
-                _get_property).add_argument("-k", "--key", required=True)
+                _get_property).add_argument("-k", "--key", required=True,
+                                            help="key of the property")
     _ns_command(group, "remove-property", "Remove property for a namespace",
-                _remove_property).add_argument("-k", "--key", required=True)
+                _remove_property).add_argument("-k", "--key", required=True,
+                                               help="key of the property")
     _ns_command(group, "set-properties", "Set properties of a namespace",
                 _set_properties).add_argument("-p", "--properties", required=True,
                                               help="key=value pairs, comma separated")
@@ -309,7 +311,8 @@ def _register_metadata(group: Group) -> None:
                 _remove("/properties"))
 
     _ns_command(group, "set-anti-affinity-group", "Set Anti-affinity group name for a namespace",
-                _set_anti_affinity_group).add_argument("-g", "--group", required=True)
+                _set_anti_affinity_group).add_argument("-g", "--group", required=True,
+                                                       help="anti-affinity group name")
     _ns_command(group, "get-anti-affinity-group", "Get Anti-affinity group name for a namespace",
                 _get_anti_affinity_group)
     _ns_command(group, "delete-anti-affinity-group",
@@ -317,14 +320,16 @@ def _register_metadata(group: Group) -> None:
     members = group.command("get-anti-affinity-namespaces",
                             "Get Anti-affinity namespaces grouped with the given anti-affinity "
                             "group name", _anti_affinity_namespaces)
-    members.add_argument("-c", "--cluster", required=True)
-    members.add_argument("-g", "--group", required=True)
+    members.add_argument("-c", "--cluster", required=True, help="cluster name")
+    members.add_argument("-g", "--group", required=True, help="anti-affinity group name")
     members.add_argument("-p", "--tenant", help="the tenant whose namespaces are searched")
 
     bookies = _ns_command(group, "set-bookie-affinity-group", "Set the bookie-affinity group name",
                           _set_bookie_affinity_group)
-    bookies.add_argument("-pg", "--primary-group", dest="primary_group", required=True)
-    bookies.add_argument("-sg", "--secondary-group", dest="secondary_group")
+    bookies.add_argument("-pg", "--primary-group", dest="primary_group", required=True,
+                         help="primary bookie-affinity groups, comma separated")
+    bookies.add_argument("-sg", "--secondary-group", dest="secondary_group",
+                         help="secondary bookie-affinity groups, comma separated")
     _ns_command(group, "get-bookie-affinity-group", "Get the bookie-affinity group name",
                 _print_get("/persistence/bookieAffinity"))
     _ns_command(group, "delete-bookie-affinity-group", "Delete the bookie-affinity group name",
