@@ -69,9 +69,9 @@ def test_topic_lists_with_system_topics_and_by_bundle(admin, unique: str) -> Non
     admin.ok("topics", "create-partitioned-topic", f"persistent://{ns}/parted", "-p", "1")
     assert admin.ok("topics", "list", ns).split() == [
         f"persistent://{ns}/parted-partition-0", f"persistent://{ns}/plain"]
-    assert f"persistent://{ns}/__change_events" in admin.ok("topics", "list", ns, "-isst")
+    assert f"persistent://{ns}/__change_events" in admin.ok("topics", "list", ns, "-ist")
     assert admin.ok("topics", "list", ns, "-b", "0x00000000_0x00000001") == ""
-    assert admin.ok("topics", "list-partitioned-topics", ns, "-isst").split() == [
+    assert admin.ok("topics", "list-partitioned-topics", ns, "-ist").split() == [
         f"persistent://{ns}/parted"]
 
 

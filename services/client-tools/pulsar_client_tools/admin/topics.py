@@ -285,7 +285,7 @@ def register(groups: Any) -> None:
                                         _list_partitioned)
     partitioned_listing.add_argument("namespace")
     for parser in (listing, partitioned_listing):
-        parser.add_argument("-isst", "--include-system-topic", action="store_true",
+        parser.add_argument("-ist", "--include-system-topic", action="store_true",
                             help="include the broker's system topics")
     topic_messages.add_metadata_option(
         _topic_command(group, "create", "Create a non-partitioned topic", _create))
