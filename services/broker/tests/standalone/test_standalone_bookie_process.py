@@ -35,12 +35,19 @@ def _bookie_process(node: StandaloneProcess) -> int:
 
 
 def _gone(pid: int) -> bool:
-    """No such process, or only its zombie left (it has exited)."""
+    """No such process, or only a zombie left: every thread has exited (the leader shows
+    as a zombie while the other threads of a killed process are still ending)."""
     try:
-        state = pathlib.Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+        tasks = list(pathlib.Path(f"/proc/{pid}/task").iterdir())
     except OSError:
         return True
-    return state == "Z"
+    states = []
+    for task in tasks:
+        try:
+            states.append((task / "stat").read_text().rpartition(")")[2].split()[0])
+        except OSError:
+            continue  # that thread has just ended
+    return all(state == "Z" for state in states)
 
 
 def _standalone(tmp_path: pathlib.Path) -> StandaloneProcess:
