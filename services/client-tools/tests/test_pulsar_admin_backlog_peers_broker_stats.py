@@ -131,3 +131,19 @@ def test_partitioned_lookup_names_each_partitions_broker(admin, unique: str) -> 
     assert set(brokers.values()) == {admin.ok("topics", "lookup", topic + "-partition-0").strip()}
     grouped = json.loads(admin.ok("topics", "partitioned-lookup", topic, "-s"))
     assert list(grouped.values()) == [[f"{topic}-partition-0", f"{topic}-partition-1"]]
+
+
+def test_expire_messages_up_to_a_position(admin, client: pulsar.Client, unique: str) -> None:
+    topic = f"persistent://public/default/cli-expire-to-{unique}"
+    client.subscribe(topic, "sub").close()
+    producer = client.create_producer(topic, batching_enabled=False)
+    first = producer.send(b"one")
+    producer.send(b"two")
+    admin.ok("topics", "expire-messages", topic, "-s", "sub", "-p",
+             f"{first.ledger_id()}:{first.entry_id()}")
+    assert json.loads(admin.ok("topics", "stats", topic))["subscriptions"]["sub"][
+        "msgBacklog"] == 1
+    both = admin("topics", "expire-messages", topic, "-s", "sub", "-t", "1h", "-p", "1:1")
+    assert both.returncode != 0
+    assert "Can't expire message by time and by message position at the same time." in both.stderr
+    assert admin("topics", "expire-messages", topic, "-s", "sub").returncode != 0

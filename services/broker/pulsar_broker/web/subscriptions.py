@@ -161,6 +161,35 @@ async def expire_messages(request: web.Request) -> web.Response:
     return rest.no_content()
 
 
+@routes.post(SUB + "/expireMessages")
+async def expire_messages_to_position(request: web.Request) -> web.Response:
+    """Acknowledge every message up to and including the message id in the body
+    (ResetCursorData, whose `isExcluded` only matters for a message inside a batch, which
+    this position does not address). A position past the newest message expires nothing,
+    as Apache's."""
+    body = await rest.body_json(request)
+    if not isinstance(body, dict):
+        raise errors.InvalidRequestError("The message id to expire up to must be given")
+    target = position_from_json(body, ml.EARLIEST)
+    name = rest.topic_name(request)
+    service = rest.service(request)
+    topic_access.check_persistent(name)
+    if await topic_access.partitions_of(service, name) > 0:
+        raise topic_access.NotAllowedOnPartitionedError(
+            "Expire message at position is not supported for partitioned-topic")
+    topic = await topic_access.existing(service, name)
+    subscription = subscription_of(topic, request.match_info["subscription"])
+    if target > topic.ledger.last_confirmed_entry:
+        return rest.no_content()
+    cursor = subscription.cursor
+    found = await cursor.find_newest_matching(lambda entry: entry.position <= target,
+                                              active_only=True)
+    if found is not None and found > cursor.mark_delete_position:
+        await cursor.mark_delete(found)
+        subscription.new_entries()
+    return rest.no_content()
+
+
 @routes.post(TOPIC + "/all_subscription/expireMessages/{seconds}")
 async def expire_messages_of_all_subscriptions(request: web.Request) -> web.Response:
     """The same on every subscription of the topic (of each partition, on a partitioned

@@ -247,3 +247,26 @@ def test_backlog_routes_need_consume_and_broker_routes_a_superuser() -> None:
                           ("GET", "/admin/v2/broker-stats/metrics"),
                           ("POST", "/admin/v2/clusters/{cluster}/peers")):
         assert http_rules.rule_for(method, route, route) == http_rules.SUPERUSER
+
+
+def test_expiring_up_to_a_message_id_acknowledges_it_and_those_before(
+        http: Http, client: pulsar.Client, unique: str) -> None:
+    topic = f"expire-to-{unique}"
+    client.subscribe(f"persistent://public/default/{topic}", "sub").close()
+    ids = _publish(client, topic, [b"a", b"b", b"c", b"d"])
+    path = f"{NS}/{topic}/subscription/sub/expireMessages"
+
+    def backlog() -> int:
+        return int(http.get(f"{NS}/{topic}/stats").json()["subscriptions"]["sub"]["msgBacklog"])
+
+    beyond = {"ledgerId": ids[3].ledger_id(), "entryId": ids[3].entry_id() + 5}
+    assert http.post(path, beyond).status == 204
+    assert backlog() == 4
+    second = {"ledgerId": ids[1].ledger_id(), "entryId": ids[1].entry_id()}
+    assert http.post(path, second).status == 204
+    assert backlog() == 2
+    assert http.post(path).status == 400
+    assert http.put(f"{NS}/expire-to-parted-{unique}/partitions", 2).status == 204
+    parted = http.post(f"{NS}/expire-to-parted-{unique}/subscription/sub/expireMessages", second)
+    assert (parted.status, parted.reason) == (
+        405, "Expire message at position is not supported for partitioned-topic")

@@ -190,7 +190,18 @@ def _clear_backlog(admin: client.AdminClient, args: argparse.Namespace) -> None:
 
 
 def _expire(admin: client.AdminClient, args: argparse.Namespace) -> None:
-    admin.post(f"{_sub_path(args)}/expireMessages/{units.seconds(args.expire_time)}")
+    """By age (-t) or up to a message id (-p), as Apache's: one of them, not both."""
+    if args.expire_time is not None and args.position:
+        raise units.UnitError(
+            "Can't expire message by time and by message position at the same time.")
+    if args.expire_time is not None:
+        admin.post(f"{_sub_path(args)}/expireMessages/{units.seconds(args.expire_time)}")
+    elif args.position:
+        body = {**message_id(args.position), "isExcluded": args.exclude_reset_position}
+        admin.post(f"{_sub_path(args)}/expireMessages", body)
+    else:
+        raise units.UnitError("Either time (--expireTime) or message position (--position) "
+                              "has to be provided to expire messages")
 
 
 def _expire_all(admin: client.AdminClient, args: argparse.Namespace) -> None:
@@ -349,8 +360,13 @@ def _register_subscription_commands(group: Group) -> None:
     _sub_command(group, "skip", "Skip messages of a subscription", _skip).add_argument(
         "-n", "--count", type=int, required=True, help="number of messages to skip")
     _sub_command(group, "clear-backlog", "Skip every message of a subscription", _clear_backlog)
-    _sub_command(group, "expire-messages", "Expire messages older than a time",
-                 _expire).add_argument("-t", "--expireTime", dest="expire_time", required=True)
+    expire = _sub_command(group, "expire-messages",
+                          "Expire messages older than a time, or up to a message id", _expire)
+    expire.add_argument("-t", "--expireTime", dest="expire_time")
+    expire.add_argument("-p", "--position", help="expire up to this message id (ledgerId:entryId)")
+    expire.add_argument("-e", "--exclude-reset-position", action="store_true",
+                        help="Exclude the reset position, start consume messages from the next "
+                             "position")
     _topic_command(group, "expire-messages-all-subscriptions",
                    "Expire messages older than a time on every subscription",
                    _expire_all).add_argument("-t", "--expireTime", dest="expire_time",
