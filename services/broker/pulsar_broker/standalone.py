@@ -41,6 +41,7 @@ from pulsar_common import backoff, lifecycle, naming, testing
 from pulsar_common import config as common_config
 from pulsar_common import errors as common_errors
 from pulsar_common.metadata import api as md
+from pulsar_common.metadata import errors as metadata_errors
 from pulsar_common.metadata import etcd_tls
 from pulsar_common.metadata import factory as md_factory
 
@@ -133,11 +134,13 @@ async def create_cluster_records(res: resources.PulsarResources, conf: broker_co
 
 def bookie_process_config(settings: StandaloneSettings, metadata_url: str,
                           ) -> bookie_config.BookieConfig:
-    """The bookie child's settings: the standalone's bookie keys, on the broker's addresses,
-    registered in etcd when the metadata lives there, no HTTP endpoint (the in-process
-    bookie has none either) and no autorecovery (one bookie has nothing to copy to)."""
+    """The bookie child's settings: the standalone's bookie keys, on the broker's addresses
+    with the in-process bookie's id (advertisedAddress:bookiePort, so that one data
+    directory serves in either mode), registered in etcd when the metadata lives there, no
+    HTTP endpoint (the in-process bookie has none either) and no autorecovery (one bookie
+    has nothing to copy to)."""
     conf, bookie = settings.broker, settings.bookie
-    if bookie.bookiePort == 0 and not bookie.bookieId:
+    if bookie.bookiePort == 0:
         raise common_errors.ConfigError(
             "standaloneBookieProcess needs a fixed bookiePort: ledgers name their bookie")
     on_etcd = metadata_url.startswith("etcd:")
@@ -147,7 +150,7 @@ def bookie_process_config(settings: StandaloneSettings, metadata_url: str,
             "supported: the bookie reaches etcd without those settings")
     return dataclasses.replace(
         bookie, advertisedAddress=conf.advertised_address, bookieBindAddress=conf.bind_address,
-        metadataServiceUri=metadata_url if on_etcd else "", httpServerEnabled=False,
+        bookieId="", metadataServiceUri=metadata_url if on_etcd else "", httpServerEnabled=False,
         autoRecoveryDaemonEnabled=False)
 
 
@@ -238,7 +241,7 @@ class BookieProcess:
         """SIGTERM (the bookie finishes its requests and checkpoints), SIGKILL if it lingers."""
         self._stopping = True
         if self._registration is not None:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(metadata_errors.MetadataStoreError):
                 await self._registration.unregister()
         if self.process is None or self.process.returncode is not None:
             return
