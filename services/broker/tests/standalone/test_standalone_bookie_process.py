@@ -8,6 +8,7 @@ import pathlib
 import signal
 
 import pulsar
+import pytest
 from pulsar_broker.testing import StandaloneProcess
 from pulsar_common import testing
 
@@ -56,6 +57,8 @@ def _standalone(tmp_path: pathlib.Path) -> StandaloneProcess:
     return node
 
 
+@pytest.mark.skipif(testing.SETPRIV is None,
+                    reason="the parent-death signal is set by util-linux's setpriv")
 def test_killed_standalone_takes_its_bookie_along_and_a_restart_serves_what_was_acknowledged(
         tmp_path):
     """SIGKILL of the standalone ends its bookie child too (parent-death signal); started
