@@ -27,6 +27,9 @@ BACKLOG_QUOTA_POLICIES = ("producer_request_hold", "producer_exception",
 INACTIVE_TOPIC_DELETE_MODES = ("delete_when_no_subscriptions",
                                "delete_when_subscriptions_caught_up")
 
+#: Apache's SubscriptionType names, as subscriptionTypesEnabled lists them.
+SUBSCRIPTION_TYPES = ("Exclusive", "Shared", "Failover", "Key_Shared")
+
 
 @dataclasses.dataclass(frozen=True)
 class ServiceUrls:
@@ -140,6 +143,10 @@ class BrokerConfig:
         "Most partitions a partitioned topic may have (0: no limit; Apache's default is 0, "
         "see docs/design-choices.md)")
     allow_auto_subscription_creation: bool = setting("allowAutoSubscriptionCreation", True)
+    subscription_types_enabled: tuple[str, ...] = setting(
+        "subscriptionTypesEnabled", SUBSCRIPTION_TYPES,
+        "Subscription types consumers may use, unless a namespace's subscriptionTypesEnabled "
+        "names others")
     max_topics_per_namespace: int = setting(
         "maxTopicsPerNamespace", 0,
         "Most persistent topics (a partition counts as one) a namespace may have, unless its "
@@ -559,6 +566,11 @@ def _validate(conf: BrokerConfig) -> None:
             "brokerDeleteInactiveTopicsMaxInactiveDurationSeconds must be positive")
     if conf.message_expiry_check_interval_in_minutes <= 0:
         raise errors.ConfigError("messageExpiryCheckIntervalInMinutes must be positive")
+    unknown_types = set(conf.subscription_types_enabled) - set(SUBSCRIPTION_TYPES)
+    if unknown_types:
+        raise errors.ConfigError(
+            f"subscriptionTypesEnabled may name only {', '.join(SUBSCRIPTION_TYPES)}, "
+            f"not {', '.join(sorted(unknown_types))}")
     if conf.max_topics_per_namespace < 0 or conf.subscription_expiration_time_minutes < 0:
         raise errors.ConfigError("maxTopicsPerNamespace and subscriptionExpirationTimeMinutes "
                                  "must be 0 (no limit) or more")

@@ -41,6 +41,10 @@ from pulsar_broker.topics.producer_access import AccessMode
 
 log = logging.getLogger(__name__)
 
+#: Apache's SubscriptionType names (subscriptionTypesEnabled) of the protocol's sub types.
+SUBSCRIPTION_TYPE_NAMES = {SubType.EXCLUSIVE: "Exclusive", SubType.SHARED: "Shared",
+                           SubType.FAILOVER: "Failover", SubType.KEY_SHARED: "Key_Shared"}
+
 #: Namespaces whose topics are the broker's own (Apache's system service namespace; the
 #: heartbeat topics live there).
 SYSTEM_NAMESPACES = frozenset({"pulsar/system"})
@@ -301,6 +305,11 @@ class PersistentTopic:
         """The subscription, created when new. With read_compacted, it reads the compacted
         view up to the compaction horizon (Exclusive and Failover only, as Apache)."""
         check_subscription_name(name)
+        type_name = SUBSCRIPTION_TYPE_NAMES[sub_type]
+        if type_name not in self.policies.subscription_types_enabled:
+            # Apache's message, braces included.
+            raise errors.NotAllowedError(
+                f"Topic[{{{self.name}}}] doesn't support {type_name} sub type!")
         if read_compacted and sub_type in (SubType.SHARED, SubType.KEY_SHARED):
             raise errors.NotAllowedError(
                 "readCompacted only allowed on failover or exclusive subscriptions")

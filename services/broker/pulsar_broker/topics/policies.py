@@ -119,6 +119,9 @@ class TopicPolicies:
     inactive: InactiveTopicPolicy = dataclasses.field(default_factory=InactiveTopicPolicy)
     #: deduplicationEnabled, else brokerDeduplicationEnabled of the broker.
     deduplication_enabled: bool = False
+    #: subscription_types_enabled (when it names any), else subscriptionTypesEnabled of the
+    #: broker: Apache's names of the subscription types consumers may use.
+    subscription_types_enabled: frozenset[str] = frozenset(broker_config.SUBSCRIPTION_TYPES)
 
 
 #: Apache's TopicPolicies fields this broker applies -> the namespace Policies field they
@@ -140,6 +143,7 @@ TOPIC_LEVEL_FIELDS: Mapping[str, str] = {
     "autoSubscriptionCreationOverride": "autoSubscriptionCreationOverride",
     "inactiveTopicPolicies": "inactive_topic_policies",
     "deduplicationEnabled": "deduplicationEnabled",
+    "subscriptionTypesEnabled": "subscription_types_enabled",
     "persistence": "persistence",
 }
 
@@ -218,6 +222,8 @@ def resolve(policies: Mapping[str, Any] | None, conf: broker_config.BrokerConfig
         deduplication_enabled=bool(conf.broker_deduplication_enabled
                                    if policies.get("deduplicationEnabled") is None
                                    else policies["deduplicationEnabled"]),
+        subscription_types_enabled=frozenset(
+            policies.get("subscription_types_enabled") or conf.subscription_types_enabled),
     )
 
 

@@ -299,7 +299,7 @@ def _compatibility(body: Any) -> str:
 SCHEMA_AUTO_UPDATE_STRATEGIES = ("AutoUpdateDisabled", "Backward", "Forward", "Full",
                                  "AlwaysCompatible", "BackwardTransitive", "ForwardTransitive",
                                  "FullTransitive")
-SUBSCRIPTION_TYPES = ("Exclusive", "Shared", "Failover", "Key_Shared")
+SUBSCRIPTION_TYPES = broker_config.SUBSCRIPTION_TYPES
 
 
 def _choice(body: Any, choices: tuple[str, ...], what: str) -> str:
