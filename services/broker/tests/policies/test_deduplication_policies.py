@@ -5,22 +5,13 @@ deletes the `pulsar.dedup` cursor so it holds no ledgers back."""
 
 from __future__ import annotations
 
-import time
-
-import pulsar
+from pulsar_common.testing import wait_until
 
 DEDUP_CURSOR = "pulsar.dedup"
 
 
 def _topic_path(topic: str, policy: str) -> str:
     return f"/admin/v2/{topic.replace('://', '/')}/{policy}"
-
-
-def _wait_for(condition, timeout_s=10.0):
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.05)
 
 
 def _send_twice(producer, sequence_id: int) -> tuple[int, int]:
@@ -48,10 +39,10 @@ def test_a_namespace_change_switches_loaded_topics_at_once(client, admin, namesp
     cursors = lambda: admin.internal_stats(topic)["cursors"]
 
     admin.set_policy(namespace, "deduplication", True)
-    _wait_for(lambda: DEDUP_CURSOR in cursors())
+    wait_until(lambda: DEDUP_CURSOR in cursors(), 10, "deduplication switched on")
     assert _send_twice(producer, 20) == (-1, -1)
 
     admin.set_policy(namespace, "deduplication", False)
-    _wait_for(lambda: DEDUP_CURSOR not in cursors())
+    wait_until(lambda: DEDUP_CURSOR not in cursors(), 10, "deduplication switched off")
     assert _send_twice(producer, 30) != (-1, -1)
     producer.close()
