@@ -95,7 +95,7 @@ def _dispatch_rate(args: argparse.Namespace) -> dict[str, Any]:
             "relativeToPublishRate": bool(args.relative_to_publish_rate)}
 
 
-def _inactive_topic_policies(args: argparse.Namespace) -> dict[str, Any]:
+def inactive_topic_policies_body(args: argparse.Namespace) -> dict[str, Any]:
     if args.enable_delete_while_inactive == args.disable_delete_while_inactive:
         raise client.AdminError(
             400, "Need to specify either enable-delete-while-inactive or "
@@ -105,17 +105,17 @@ def _inactive_topic_policies(args: argparse.Namespace) -> dict[str, Any]:
             "deleteWhileInactive": bool(args.enable_delete_while_inactive)}
 
 
-def _attribute(dest: str) -> Body:
+def attribute(dest: str) -> Body:
     return lambda args: getattr(args, dest)
 
 
-def _switch(args: argparse.Namespace) -> bool:
+def switch(args: argparse.Namespace) -> bool:
     if bool(args.enable) == bool(args.disable):
         raise client.AdminError(400, "Need to specify either --enable or --disable")
     return bool(args.enable)
 
 
-def _switch_flags(parser: argparse.ArgumentParser) -> None:
+def switch_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-e", "--enable", action="store_true")
     parser.add_argument("-d", "--disable", action="store_true")
 
@@ -154,8 +154,8 @@ def _get_schema_validation_enforced(admin: client.AdminClient, args: argparse.Na
                                 {"applied": str(args.applied).lower()}))
 
 
-def _delayed_delivery(args: argparse.Namespace) -> dict[str, Any]:
-    return {"active": _switch(args), "tickTime": units.seconds(args.time) * 1000}
+def delayed_delivery_body(args: argparse.Namespace) -> dict[str, Any]:
+    return {"active": switch(args), "tickTime": units.seconds(args.time) * 1000}
 
 
 def _register_schema_and_delivery(group: Group) -> None:
@@ -179,23 +179,23 @@ def _register_schema_and_delivery(group: Group) -> None:
                              help="disable automatic schema updates")
     _command(group, "get-schema-autoupdate-strategy",
              "Get the schema auto-update strategy for a namespace", _get_auto_update_strategy)
-    _switch_flags(_command(group, "set-is-allow-auto-update-schema",
+    switch_flags(_command(group, "set-is-allow-auto-update-schema",
                            "Set whether producers may update the schema of a namespace",
-                           _post("/isAllowAutoUpdateSchema", _switch)))
+                           _post("/isAllowAutoUpdateSchema", switch)))
     _command(group, "get-is-allow-auto-update-schema",
              "Get whether producers may update the schema of a namespace",
              _get("/isAllowAutoUpdateSchema"))
-    _switch_flags(_command(group, "set-schema-validation-enforce",
+    switch_flags(_command(group, "set-schema-validation-enforce",
                            "Set whether schema validation is enforced in a namespace",
-                           _post("/schemaValidationEnforced", _switch)))
+                           _post("/schemaValidationEnforced", switch)))
     _command(group, "get-schema-validation-enforce",
              "Get whether schema validation is enforced in a namespace",
              _get_schema_validation_enforced).add_argument(
         "-ap", "--applied", action="store_true", help="the value in force (broker default)")
     delayed = _command(group, "set-delayed-delivery",
                        "Set the delayed delivery policy on a namespace",
-                       _post("/delayedDelivery", _delayed_delivery))
-    _switch_flags(delayed)
+                       _post("/delayedDelivery", delayed_delivery_body))
+    switch_flags(delayed)
     delayed.add_argument("-t", "--time", default="1s",
                          help="tick time of delayed delivery, e.g. 1s, 10s, 1m (default 1s)")
     _command(group, "get-delayed-delivery", "Get the delayed delivery policy for a namespace",
@@ -209,7 +209,7 @@ def register(group: Group) -> None:
     _register_schema_and_delivery(group)
     for suffix, (path, noun, (short, long)) in LIMITS.items():
         dest = long.lstrip("-").replace("-", "_")
-        _policy(group, suffix, path, noun, _attribute(dest)).add_argument(
+        _policy(group, suffix, path, noun, attribute(dest)).add_argument(
             short, long, dest=dest, type=int, required=True)
     setter = _policy(group, "subscription-expiration-time", "/subscriptionExpirationTime",
                      "subscription expiration time (minutes)", lambda a: a.time)
@@ -233,7 +233,7 @@ def register(group: Group) -> None:
                            help="seconds (default 30)")
 
     inactive = _policy(group, "inactive-topic-policies", "/inactiveTopicPolicies",
-                       "the inactive topic policies", _inactive_topic_policies)
+                       "the inactive topic policies", inactive_topic_policies_body)
     inactive.add_argument("-e", "--enable-delete-while-inactive", action="store_true")
     inactive.add_argument("-d", "--disable-delete-while-inactive", action="store_true")
     inactive.add_argument("-t", "--max-inactive-duration", required=True,
@@ -248,8 +248,8 @@ def register(group: Group) -> None:
                           help="allow consumers to create subscriptions (without: forbid)")
     encryption = _command(group, "set-encryption-required",
                           "Enable or disable message encryption required for a namespace",
-                          _post("/encryptionRequired", _switch))
-    _switch_flags(encryption)
+                          _post("/encryptionRequired", switch))
+    switch_flags(encryption)
     _command(group, "get-encryption-required", "Get encryption required for a namespace",
              _get("/encryptionRequired"))
     auth_mode = _command(group, "set-subscription-auth-mode",

@@ -12,7 +12,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from pulsar_client_tools.admin import client, output, units
+from pulsar_client_tools.admin import client, namespace_policies, output, units
 from pulsar_client_tools.admin.common import Group, topic_path
 
 ONE_MB = 1024 * 1024
@@ -53,29 +53,12 @@ def _retention(args: argparse.Namespace) -> dict[str, int]:
             "retentionSizeInMB": size if size < 0 else size // ONE_MB}
 
 
-def _switch(args: argparse.Namespace) -> bool:
-    if bool(args.enable) == bool(args.disable):
-        raise client.AdminError(400, "Need to specify either --enable or --disable")
-    return bool(args.enable)
 
 
-def _switch_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-e", "--enable", action="store_true")
-    parser.add_argument("-d", "--disable", action="store_true")
 
 
-def _delayed_delivery(args: argparse.Namespace) -> dict[str, Any]:
-    return {"active": _switch(args), "tickTime": units.seconds(args.time) * 1000}
 
 
-def _inactive_topic_policies(args: argparse.Namespace) -> dict[str, Any]:
-    if args.enable_delete_while_inactive == args.disable_delete_while_inactive:
-        raise client.AdminError(
-            400, "Need to specify either enable-delete-while-inactive or "
-                 "disable-delete-while-inactive")
-    return {"inactiveTopicDeleteMode": args.delete_mode,
-            "maxInactiveDurationSeconds": units.seconds(args.max_inactive_duration),
-            "deleteWhileInactive": bool(args.enable_delete_while_inactive)}
 
 
 def _set_backlog_quota(admin: client.AdminClient, args: argparse.Namespace) -> None:
@@ -106,8 +89,6 @@ def _policy(group: Group, suffix: str, path: str, noun: str, setter: Run,
     return made
 
 
-def _attribute(dest: str) -> Body:
-    return lambda args: getattr(args, dest)
 
 
 #: suffix -> (REST path, noun, (short, long) flag of the value); the GETs of max consumers per
@@ -140,7 +121,7 @@ def register(groups: Any) -> None:
     ttl.add_argument("-t", "--ttl", required=True, help="seconds, or e.g. 1h, 2d")
     for suffix, (path, noun, (short, long)) in LIMITS.items():
         dest = long.lstrip("-").replace("-", "_")
-        _policy(group, suffix, path, noun, _post(path, _attribute(dest)),
+        _policy(group, suffix, path, noun, _post(path, namespace_policies.attribute(dest)),
                 applied=None if suffix in NO_APPLIED else ("-ap", "--applied")).add_argument(
             short, long, dest=dest, type=int, required=True)
     rate = _policy(group, "publish-rate", "/publishRate", "publish rate",
@@ -180,8 +161,8 @@ def register(groups: Any) -> None:
 
 def _register_switches(group: Group) -> None:
     dedup = _policy(group, "deduplication", "/deduplicationEnabled", "deduplication status",
-                    _post("/deduplicationEnabled", _switch))
-    _switch_flags(dedup)
+                    _post("/deduplicationEnabled", namespace_policies.switch))
+    namespace_policies.switch_flags(dedup)
     auto_sub = _policy(group, "auto-subscription-creation", "/autoSubscriptionCreation",
                        "auto subscription creation override",
                        _post("/autoSubscriptionCreation",
@@ -190,8 +171,8 @@ def _register_switches(group: Group) -> None:
     auto_sub.add_argument("-e", "--enable", action="store_true",
                           help="allow consumers to create subscriptions (without: forbid)")
     delayed = _policy(group, "delayed-delivery", "/delayedDelivery", "delayed delivery policy",
-                      _post("/delayedDelivery", _delayed_delivery))
-    _switch_flags(delayed)
+                      _post("/delayedDelivery", namespace_policies.delayed_delivery_body))
+    namespace_policies.switch_flags(delayed)
     delayed.add_argument("-t", "--time", default="1s",
                          help="tick time of delayed delivery, e.g. 1s, 10s, 1m (default 1s)")
 
@@ -212,7 +193,8 @@ def _register_records(group: Group) -> None:
                              type=float, default=0.0)
     inactive = _policy(group, "inactive-topic-policies", "/inactiveTopicPolicies",
                        "inactive topic policies",
-                       _post("/inactiveTopicPolicies", _inactive_topic_policies))
+                       _post("/inactiveTopicPolicies",
+                             namespace_policies.inactive_topic_policies_body))
     inactive.add_argument("-e", "--enable-delete-while-inactive", action="store_true")
     inactive.add_argument("-d", "--disable-delete-while-inactive", action="store_true")
     inactive.add_argument("-t", "--max-inactive-duration", required=True,
