@@ -17,7 +17,14 @@ For our `pulsar standalone` (journalSyncData on) and pulsar-lite, each in turn:
    loads after it. RSS after the reload, idle again.
 
     python -m bench topic_scale [--topics 10000] [--clients 4] [--idle-seconds 10]
+    python -m bench topic_scale --targets ours --py-spy DIR   # where our CPU goes
     python -m bench topic_scale --tracemalloc --topics 2000   # where our memory goes
+
+An idle window of 60 s or more also covers the broker's once-a-minute checks
+(inactive topics, backlog quotas, compaction); the default 10 s covers its
+load reports and metrics sampling. `--py-spy DIR` records our broker with
+py-spy (bench.broker_profile) during the idle window and the reload and prints
+where the time went; its figures are then not comparable.
 
 `--tracemalloc` runs only our standalone, inside a wrapper that starts tracemalloc
 before the broker's code and takes a snapshot when asked (a file in its directory);
@@ -45,7 +52,7 @@ import time
 import tracemalloc
 from collections.abc import Callable, Iterator
 
-from bench import broker_servers, table
+from bench import broker_profile, broker_servers, table
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SUBSCRIPTION = "scale"
@@ -349,17 +356,22 @@ def _idle(broker: broker_servers.Broker, seconds: float) -> tuple[float, float]:
 
 
 def measure(name: str, broker: broker_servers.Broker, topics: int, clients_count: int,
-            idle_s: float, log: Callable[[str], None]) -> Figures:
-    """Open, idle and reload `topics` topics on `broker`; figures keyed as in FIGURE_ROWS."""
+            idle_s: float, log: Callable[[str], None],
+            around: Callable[[str, int], contextlib.AbstractContextManager[None]]) -> Figures:
+    """Open, idle and reload `topics` topics on `broker`; figures keyed as in FIGURE_ROWS.
+    `around(phase, broker pid)` wraps the idle window and the reload (a profiler, or nothing)."""
     figures: Figures = {"rss_start_mb": rss_mb(broker.pid)}
     prefix = f"persistent://public/default/scale-{int(time.time() * 1000)}"
     clients = Clients.start(prefix, topics, clients_count)
     try:
         log(f"  {name}: RSS at start {figures['rss_start_mb']:.1f} MB; opening {topics:,} topics"
             f" ({clients_count} clients; load average {table.load_average()})")
+        cpu_before = tree_cpu_s(broker.pid)
         figures["open_s"] = _open_all(clients, broker.service_url, "first", topics)
+        figures["open_cpu_ms"] = 1e3 * (tree_cpu_s(broker.pid) - cpu_before) / topics
         figures["open_per_s"] = topics / figures["open_s"]
-        figures["rss_idle_mb"], figures["idle_cpu_pct"] = _idle(broker, idle_s)
+        with around("idle", broker.pid):
+            figures["rss_idle_mb"], figures["idle_cpu_pct"] = _idle(broker, idle_s)
         figures["per_topic_kb"] = (figures["rss_idle_mb"] - figures["rss_start_mb"]) * 1e3 / topics
         log(f"  {name}: opened in {figures['open_s']:.1f} s; idle RSS"
             f" {figures['rss_idle_mb']:.1f} MB ({figures['per_topic_kb']:.1f} KB per topic),"
@@ -370,7 +382,8 @@ def measure(name: str, broker: broker_servers.Broker, topics: int, clients_count
         _start_again(broker)
         figures["start_s"] = time.perf_counter() - started
         figures["rss_restarted_mb"] = rss_mb(broker.pid)
-        _open_all(clients, broker.service_url, "reload", topics)
+        with around("reload", broker.pid):
+            _open_all(clients, broker.service_url, "reload", topics)
         figures["reload_s"] = time.perf_counter() - started
         figures["rss_reloaded_mb"], _ = _idle(broker, idle_s)
         log(f"  {name}: stopped in {figures['stop_s']:.1f} s"
@@ -390,6 +403,7 @@ FIGURE_ROWS = (
     ("idle CPU % of one core", "idle_cpu_pct", False),
     ("open N topics s (producer+consumer+1 msg)", "open_s", False),
     ("open topics /s", "open_per_s", True),
+    ("broker CPU ms per topic opened", "open_cpu_ms", False),
     ("stop (SIGTERM until exit) s", "stop_s", False),
     ("restart until ports open s", "start_s", False),
     ("reload N topics s (from process start)", "reload_s", False),
@@ -441,19 +455,34 @@ def allocation_report(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot,
     keep = [tracemalloc.Filter(False, tracemalloc.__file__),
             tracemalloc.Filter(False, "<frozen importlib._bootstrap*>")]
     before, after = before.filter_traces(keep), after.filter_traces(keep)
-    sites = after.compare_to(before, "lineno")
-    total = sum(s.size_diff for s in sites)
+    total = sum(s.size_diff for s in after.compare_to(before, "filename"))
     lines = [f"traced Python memory per topic: {total / topics:,.0f} B"
              f" (RSS includes the allocator's free space and non-Python memory besides)"]
     lines.append("by file (B per topic):")
     for stat in after.compare_to(before, "filename")[:12]:
         lines.append(f"  {stat.size_diff / topics:>9,.0f}  {_short(stat.traceback[0].filename)}")
-    lines.append(f"top {TOP_ALLOCATIONS} sites: B per topic, blocks per topic, file:line")
-    for stat in sites[:TOP_ALLOCATIONS]:
-        frame = stat.traceback[0]
-        lines.append(f"  {stat.size_diff / topics:>9,.0f} {stat.count_diff / topics:>7.1f}  "
-                     f"{_short(frame.filename)}:{frame.lineno}")
+    lines.append(f"top {TOP_ALLOCATIONS} sites: B per topic, blocks per topic, file:line"
+                 " (<- the nearest line of our code that led there, when the site is not ours)")
+    for (site, caller), (size, count) in _attributed(before, after)[:TOP_ALLOCATIONS]:
+        via = f"  <- {caller}" if caller and caller != site else ""
+        lines.append(f"  {size / topics:>9,.0f} {count / topics:>7.1f}  {site}{via}")
     return lines
+
+
+def _attributed(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot,
+                ) -> list[tuple[tuple[str, str], tuple[int, int]]]:
+    """Growth per (allocation site, nearest frame of our services' code), largest first: a
+    deque made in asyncio's Event is charged to the line of ours that made the Event."""
+    grown: dict[tuple[str, str], tuple[int, int]] = {}
+    for stat in after.compare_to(before, "traceback"):
+        frames = list(stat.traceback)  # oldest first: the allocation site is the last
+        site = frames[-1]
+        ours = next((f for f in reversed(frames) if "/services/" in f.filename), None)
+        key = (f"{_short(site.filename)}:{site.lineno}",
+               f"{_short(ours.filename)}:{ours.lineno}" if ours else "")
+        size, count = grown.get(key, (0, 0))
+        grown[key] = (size + stat.size_diff, count + stat.count_diff)
+    return sorted(grown.items(), key=lambda item: -item[1][0])
 
 
 def _short(filename: str) -> str:
@@ -461,6 +490,28 @@ def _short(filename: str) -> str:
         if marker in filename:
             return filename.split(marker, 1)[1]
     return filename
+
+
+@contextlib.contextmanager
+def _nothing(phase: str, pid: int) -> Iterator[None]:
+    yield
+
+
+def _py_spy(out: pathlib.Path, log: Callable[[str], None],
+            ) -> Callable[[str, int], contextlib.AbstractContextManager[None]]:
+    """py-spy on the broker process `pid` during a phase, and a summary of where it went."""
+    out.mkdir(parents=True, exist_ok=True)
+
+    @contextlib.contextmanager
+    def around(phase: str, pid: int) -> Iterator[None]:
+        path = out / f"topic-scale-{phase}.txt"
+        with broker_profile.recording(pid, path):
+            yield
+        log(f"--- py-spy, {phase} ({path})")
+        for line in broker_profile.summary(path):
+            log(line)
+
+    return around
 
 
 # --- entry points ------------------------------------------------------------------------
@@ -498,6 +549,9 @@ def run(argv: list[str]) -> None:
     parser.add_argument("--targets", default="ours,lite", help="ours, lite or both (default)")
     parser.add_argument("--tracemalloc", action="store_true",
                         help="profile our standalone's Python allocations per topic instead")
+    parser.add_argument("--py-spy", metavar="DIR", default=None,
+                        help="py-spy on our broker during the idle window and the reload;"
+                             " collapsed stacks into DIR and a summary of each")
     parser.add_argument("--dir", default=None, help="where the temp data dirs go")
     args, _ = parser.parse_known_args(argv)
 
@@ -518,9 +572,11 @@ def run(argv: list[str]) -> None:
             with _started(name, base / name, log) as broker:
                 if broker is None:
                     continue
+                around = _py_spy(pathlib.Path(args.py_spy), log) if args.py_spy and name == \
+                    "ours" else _nothing
                 try:
                     results[name] = measure(name, broker, args.topics, args.clients,
-                                            args.idle_seconds, log)
+                                            args.idle_seconds, log, around)
                 except (RuntimeError, TimeoutError, OSError) as exc:
                     log(f"  {name}: failed: {exc}")
         for line in render(results, args.topics):
