@@ -66,6 +66,8 @@ RECEIVE_TIMEOUT_S = 60.0
 PHASE_TIMEOUT_S = 900.0
 #: How long the broker may take to exit after SIGTERM before it is killed.
 STOP_TIMEOUT_S = 120.0
+#: How often the RSS is sampled (and logged) during an idle window.
+IDLE_SAMPLE_S = 10.0
 SNAPSHOT_POLL_S = 0.2
 SNAPSHOT_TIMEOUT_S = 300.0
 TRACEMALLOC_FRAMES = 8
@@ -348,11 +350,22 @@ def _open_all(clients: Clients, url: str, marker: str, topics: int) -> float:
     return elapsed
 
 
-def _idle(broker: broker_servers.Broker, seconds: float) -> tuple[float, float]:
-    """RSS after `seconds` of idling, and the broker's CPU share of one core over them."""
-    before = tree_cpu_s(broker.pid)
-    time.sleep(seconds)  # a measuring window, not a wait for something
-    return rss_mb(broker.pid), 100 * (tree_cpu_s(broker.pid) - before) / seconds
+def _idle(broker: broker_servers.Broker, seconds: float,
+          log: Callable[[str], None]) -> tuple[float, float]:
+    """RSS after `seconds` of idling, and the broker's CPU share of one core over them; the
+    RSS and CPU share of every IDLE_SAMPLE_S on the way are logged: they still move while
+    the load manager splits bundles of more than loadBalancerNamespaceBundleMaxTopics."""
+    started = last = time.monotonic()
+    before = last_cpu = tree_cpu_s(broker.pid)
+    series = []
+    while (left := seconds - (time.monotonic() - started)) > 0:
+        time.sleep(min(IDLE_SAMPLE_S, left))  # a measuring window, not a wait for something
+        now, cpu = time.monotonic(), tree_cpu_s(broker.pid)
+        series.append(f"{rss_mb(broker.pid):.0f}/{100 * (cpu - last_cpu) / (now - last):.0f}%")
+        last, last_cpu = now, cpu
+    cpu_pct = 100 * (tree_cpu_s(broker.pid) - before) / seconds
+    log(f"    RSS MB / CPU every {IDLE_SAMPLE_S:g} s while idle: {' '.join(series)}")
+    return rss_mb(broker.pid), cpu_pct
 
 
 def measure(name: str, broker: broker_servers.Broker, topics: int, clients_count: int,
@@ -371,7 +384,7 @@ def measure(name: str, broker: broker_servers.Broker, topics: int, clients_count
         figures["open_cpu_ms"] = 1e3 * (tree_cpu_s(broker.pid) - cpu_before) / topics
         figures["open_per_s"] = topics / figures["open_s"]
         with around("idle", broker.pid):
-            figures["rss_idle_mb"], figures["idle_cpu_pct"] = _idle(broker, idle_s)
+            figures["rss_idle_mb"], figures["idle_cpu_pct"] = _idle(broker, idle_s, log)
         figures["per_topic_kb"] = (figures["rss_idle_mb"] - figures["rss_start_mb"]) * 1e3 / topics
         log(f"  {name}: opened in {figures['open_s']:.1f} s; idle RSS"
             f" {figures['rss_idle_mb']:.1f} MB ({figures['per_topic_kb']:.1f} KB per topic),"
@@ -385,7 +398,7 @@ def measure(name: str, broker: broker_servers.Broker, topics: int, clients_count
         with around("reload", broker.pid):
             _open_all(clients, broker.service_url, "reload", topics)
         figures["reload_s"] = time.perf_counter() - started
-        figures["rss_reloaded_mb"], _ = _idle(broker, idle_s)
+        figures["rss_reloaded_mb"], _ = _idle(broker, idle_s, log)
         log(f"  {name}: stopped in {figures['stop_s']:.1f} s"
             f"{'' if clean else ' (killed: no exit after SIGTERM)'}; ports open after"
             f" {figures['start_s']:.1f} s; all topics reloaded after {figures['reload_s']:.1f} s;"
