@@ -364,7 +364,7 @@ def _idle(broker: broker_servers.Broker, seconds: float,
         series.append(f"{rss_mb(broker.pid):.0f}/{100 * (cpu - last_cpu) / (now - last):.0f}%")
         last, last_cpu = now, cpu
     cpu_pct = 100 * (tree_cpu_s(broker.pid) - before) / seconds
-    log(f"    RSS MB / CPU every {IDLE_SAMPLE_S:g} s while idle: {' '.join(series)}")
+    log(f"    RSS MB / CPU every {min(IDLE_SAMPLE_S, seconds):g} s while idle: {' '.join(series)}")
     return rss_mb(broker.pid), cpu_pct
 
 
