@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pulsar
 from pulsar_broker import testing as broker_testing
@@ -72,3 +75,18 @@ def test_topic_commands_with_stats_and_peek(admin, client: pulsar.Client, unique
     admin.ok("topics", "unsubscribe", topic, "-s", "sub")
     admin.ok("topics", "delete", topic)
     assert admin("topics", "stats", topic).returncode == 1
+
+
+def test_a_reader_that_stops_reading_gets_no_traceback(admin) -> None:
+    # `pulsar-admin topics list ... | head -1`: the pipe's reader is gone before the output.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "pulsar_client_tools.admin.main", "namespaces", "policies",
+             "public/default"], stdout=write_end, stderr=subprocess.PIPE, text=True,
+            env=admin.env, timeout=60)
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 0

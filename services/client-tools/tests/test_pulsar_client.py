@@ -127,3 +127,23 @@ def test_consume_with_regex_takes_messages_of_every_matching_topic(pulsar_client
                              "-p", "Earliest")
     assert consumed.returncode == 0, consumed.stderr
     assert sorted(line.rsplit(":", 1)[1] for line in _messages(consumed.stdout)) == ["a", "b"]
+
+
+def test_consume_into_a_pipe_whose_reader_left_ends_without_a_traceback(
+        pulsar_client, standalone, topic):
+    # `pulsar-client consume ... | head -1` once head has exited.
+    import os
+    import sys
+
+    assert pulsar_client("produce", topic, "-m", "one", "-n", "3").returncode == 0
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "pulsar_client_tools.client.main", "--url",
+             standalone.service_url, "consume", topic, "-s", "piped", "-p", "Earliest", "-n", "3"],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 0

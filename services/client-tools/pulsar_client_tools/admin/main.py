@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from pulsar_common import errors as common_errors
 
+from pulsar_client_tools import pipes
 from pulsar_client_tools.admin import (
     bookies,
     broker_stats,
@@ -82,6 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except units.UnitError as exc:
         output.print_error(str(exc))
         return 1
+    except BrokenPipeError:
+        pipes.reader_gone()
     return 0
 
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import pulsar
 from pulsar_common import errors as common_errors
 
+from pulsar_client_tools import pipes
 from pulsar_client_tools.client import connection, consume, errors, produce, read, security
 
 
@@ -53,6 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        pipes.reader_gone()
+        return 0
 
 
 if __name__ == "__main__":
