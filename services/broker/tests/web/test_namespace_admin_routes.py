@@ -196,6 +196,11 @@ def test_subscription_permissions_are_listed(
        "--roles", "alice,bob")
     assert ok(url, "namespaces", "subscription-permission", namespace).splitlines() == [
         "audit    [alice, bob]"]
+    # Apache's short flags too.
+    ok(url, "namespaces", "revoke-subscription-permission", namespace, "-s", "audit", "-r", "bob")
+    ok(url, "namespaces", "grant-subscription-permission", namespace, "-s", "ops", "-rs", "carol")
+    assert ok(url, "namespaces", "subscription-permission", namespace).splitlines() == [
+        "audit    [alice]", "ops    [carol]"]
 
 
 def _backlog(http: Http, topic: str, subscription: str) -> int:

@@ -73,14 +73,14 @@ def register_namespace(group: Group) -> None:
     grant = group.command("grant-subscription-permission",
                           "Allow only these roles to use a subscription", _grant_subscription)
     grant.add_argument("target", metavar="namespace", help="tenant/namespace")
-    grant.add_argument("--subscription", required=True, help="subscription name")
-    grant.add_argument("--roles", required=True, help="comma separated client roles")
+    grant.add_argument("-s", "--subscription", required=True, help="subscription name")
+    grant.add_argument("-rs", "--roles", required=True, help="comma separated client roles")
     revoke = group.command("revoke-subscription-permission",
                            "Remove a role from a subscription's allowed roles",
                            _revoke_subscription)
     revoke.add_argument("target", metavar="namespace", help="tenant/namespace")
-    revoke.add_argument("--subscription", required=True, help="subscription name")
-    revoke.add_argument("--role", required=True, help="client role")
+    revoke.add_argument("-s", "--subscription", required=True, help="subscription name")
+    revoke.add_argument("-r", "--role", required=True, help="client role")
 
 
 def register_topic(group: Group) -> None:
