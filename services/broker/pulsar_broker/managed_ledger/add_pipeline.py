@@ -14,6 +14,11 @@ failed ledger. Such an add still fails once it waited the add timeout.
 Each add that completes is counted (stats.py): its latency from add_entry to
 completion and from its hand-over to the ledger to completion, in the clock's
 whole milliseconds, and its size; each that fails too.
+
+An idle pipeline holds no queue and no event (issue 16: CPython gives every
+deque, an asyncio.Event's among them, its first block when it is made, some
+760 bytes, and a broker holds a pipeline per topic): the queues exist while
+they hold adds, the events while someone waits on them.
 """
 
 from __future__ import annotations
@@ -70,6 +75,9 @@ class AddTarget(Protocol):
 
 
 class AddPipeline:
+    __slots__ = ("_drained", "_held", "_idle", "_inflight", "_name", "_now_ms", "_queue",
+                 "_requeued", "_spawn", "_stats", "_target")
+
     def __init__(
         self,
         name: str,
@@ -83,21 +91,23 @@ class AddPipeline:
         self._target = target
         self._now_ms = now_ms
         self._spawn = spawn
-        self._queue: collections.deque[AddOp] = collections.deque()
+        #: Adds not handed to a ledger yet, oldest first; None when there is none.
+        self._queue: collections.deque[AddOp] | None = None
         #: How many adds at the head of the queue came back from a broken ledger.
         self._requeued = 0
-        self._inflight: collections.deque[AddOp] = collections.deque()
-        self._drained = asyncio.Event()
-        self._drained.set()
-        self._idle = asyncio.Event()
-        self._idle.set()
+        #: Adds handed to a ledger and not completed, in call order; None when there is none.
+        self._inflight: collections.deque[AddOp] | None = None
+        #: Set (and dropped) when the last add in flight completes; made by a waiter.
+        self._drained: asyncio.Event | None = None
+        #: Set (and dropped) when the pipeline becomes idle; made by a waiter.
+        self._idle: asyncio.Event | None = None
         #: Whether something besides adds (a rollover) keeps the pipeline busy.
         self._held = False
 
     @property
     def waiting(self) -> int:
         """Adds queued, not yet handed to a ledger."""
-        return len(self._queue)
+        return len(self._queue) if self._queue else 0
 
     @property
     def in_flight(self) -> bool:
@@ -109,14 +119,23 @@ class AddPipeline:
         return self._requeued
 
     def accept(self, data: bytes) -> asyncio.Future[api.Position]:
-        if len(self._queue) + len(self._inflight) >= PENDING_ADDS_MAX:
+        queue = self._queue
+        inflight = self._inflight
+        pending = (len(queue) if queue else 0) + (len(inflight) if inflight else 0)
+        if pending >= PENDING_ADDS_MAX:
             raise errors.TooManyPendingAddsError(
                 f"{self._name}: {PENDING_ADDS_MAX} adds are already pending"
             )
         op = AddOp(data if type(data) is bytes else bytes(data),
                    asyncio.get_running_loop().create_future(), self._now_ms())
-        self._queue.append(op)
-        self._idle.clear()
+        if queue is None:
+            # Nothing waits ahead of it: write it at once if a ledger takes it.
+            handle = self._target.handle_for(len(op.data))
+            if handle is not None:
+                self._hand_over(op, handle, op.accepted_ms)
+                return op.future
+            queue = self._queue = collections.deque()
+        queue.append(op)
         self.pump(op.accepted_ms)
         return op.future
 
@@ -130,16 +149,27 @@ class AddPipeline:
             op = self._pop_queued()
             if now_ms is None:
                 now_ms = self._now_ms()
-            op.written_ms = now_ms
-            self._inflight.append(op)
-            self._drained.clear()
-            self._start_write(op, handle)
+            self._hand_over(op, handle, now_ms)
         self.update_idle()
 
+    def _hand_over(self, op: AddOp, handle: client_api.WriteHandle, now_ms: int) -> None:
+        op.written_ms = now_ms
+        inflight = self._inflight
+        if inflight is None:
+            inflight = self._inflight = collections.deque()
+        inflight.append(op)
+        self._start_write(op, handle)
+
     def _pop_queued(self) -> AddOp:
+        """The oldest queued add (the queue holds one); the queue goes once it is empty."""
+        queue = self._queue
+        assert queue is not None
         if self._requeued:
             self._requeued -= 1
-        return self._queue.popleft()
+        op = queue.popleft()
+        if not queue:
+            self._queue = None
+        return op
 
     def hold(self, held: bool) -> None:
         """Keep wait_idle waiting (a rollover runs) or let it go."""
@@ -201,11 +231,14 @@ class AddPipeline:
         """Finish adds in the order they were made, as soon as each is done."""
         added = False
         now_ms: int | None = None
-        while self._inflight and self._inflight[0].done:
-            op = self._inflight.popleft()
+        inflight = self._inflight
+        while inflight and inflight[0].done:
+            op = inflight.popleft()
             if op.requeue:
                 # Behind the adds requeued before it, ahead of every add made later.
                 op.requeue = op.done = False
+                if self._queue is None:
+                    self._queue = collections.deque()
                 self._queue.insert(self._requeued, op)
                 self._requeued += 1
             elif op.position is not None:
@@ -219,8 +252,11 @@ class AddPipeline:
             else:
                 self._stats.add_errors += 1
                 fail(op.future, op.error or errors.ManagedLedgerWriteError("add failed"))
-        if not self._inflight:
-            self._drained.set()
+        if not inflight:
+            self._inflight = None
+            if self._drained is not None:
+                self._drained.set()
+                self._drained = None
         if added:
             self._target.entries_added()
         self.pump(now_ms)
@@ -249,21 +285,27 @@ class AddPipeline:
             return None
         return max(0, self._queue[0].accepted_ms + timeout_ms - self._now_ms())
 
+    def _is_idle(self) -> bool:
+        return not self._queue and not self._inflight and not self._held
+
     def update_idle(self) -> None:
-        if not self._queue and not self._inflight and not self._held:
+        """Wake whoever waits for the pipeline to become idle, if it is."""
+        if self._idle is not None and self._is_idle():
             self._idle.set()
-        else:
-            self._idle.clear()
+            self._idle = None
 
     async def wait_idle(self) -> None:
         """Until no add is queued or in flight and nothing holds the pipeline."""
-        while not self._idle.is_set():
+        while not self._is_idle():
+            if self._idle is None:
+                self._idle = asyncio.Event()
             await self._idle.wait()
-            self.update_idle()
 
     async def inflight_drained(self) -> None:
         """Until every add handed to a ledger so far is done (or back in the queue)."""
         while self._inflight:
+            if self._drained is None:
+                self._drained = asyncio.Event()
             await self._drained.wait()
 
 

@@ -5,6 +5,8 @@ test decides when each write completes."""
 from __future__ import annotations
 
 import asyncio
+import gc
+import tracemalloc
 from collections.abc import Coroutine
 
 import pytest
@@ -213,3 +215,73 @@ async def test_a_fenced_ledger_fails_its_adds_at_once_instead_of_requeueing_them
     with pytest.raises(errors.ManagedLedgerFencedError):
         add.result()
     assert pipeline.requeued == 0
+
+
+async def test_wait_idle_and_inflight_drained_wake_when_the_last_add_completes() -> None:
+    handle = ScriptedHandle(5)
+    pipeline = make(Target(handle))
+    await asyncio.wait_for(pipeline.wait_idle(), 1)  # idle from the start
+    pipeline.accept(b"a")
+    pipeline.accept(b"b")
+    idle = asyncio.ensure_future(pipeline.wait_idle())
+    drained = asyncio.ensure_future(pipeline.inflight_drained())
+    handle.complete(0)
+    await asyncio.sleep(0)
+    assert not idle.done() and not drained.done()
+    handle.complete(1)
+    await asyncio.wait_for(asyncio.gather(idle, drained), 1)
+    # Busy again after a new add, and idle again once it completes.
+    pipeline.accept(b"c")
+    idle = asyncio.ensure_future(pipeline.wait_idle())
+    await asyncio.sleep(0)
+    assert not idle.done()
+    handle.complete(2)
+    await asyncio.wait_for(idle, 1)
+
+
+async def test_a_held_pipeline_is_not_idle_until_released() -> None:
+    pipeline = make(Target(ScriptedHandle(5)))
+    pipeline.hold(True)
+    idle = asyncio.ensure_future(pipeline.wait_idle())
+    await asyncio.sleep(0)
+    assert not idle.done()
+    pipeline.hold(False)
+    await asyncio.wait_for(idle, 1)
+
+
+async def test_the_pending_limit_counts_adds_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(add_pipeline, "PENDING_ADDS_MAX", 2)
+    pipeline = make(Target(ScriptedHandle(1)))
+    pipeline.accept(b"a")
+    pipeline.accept(b"b")
+    with pytest.raises(errors.TooManyPendingAddsError):
+        pipeline.accept(b"c")
+
+
+async def test_a_pipeline_that_wrote_and_went_idle_keeps_no_queue_or_event() -> None:
+    # Issue 16: a broker holds a pipeline per topic; an empty deque (an Event holds one)
+    # costs ~760 bytes, so an idle pipeline must hold none.
+    handle = ScriptedHandle(1)
+    target = Target(handle)
+    shared_stats = add_pipeline.stats.ManagedLedgerStats()
+    pipelines = []
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(200):
+            pipeline = add_pipeline.AddPipeline(
+                "ml", target, Clock(), asyncio.ensure_future, shared_stats)  # type: ignore[arg-type]
+            pipeline.accept(b"x")
+            handle.complete(i)
+            pipelines.append(pipeline)
+        await asyncio.sleep(0)
+        await asyncio.wait_for(asyncio.gather(*(p.wait_idle() for p in pipelines)), 1)
+        target.added.clear()
+        handle.writes.clear()
+        handle.payloads.clear()
+        gc.collect()
+        per_pipeline = (tracemalloc.get_traced_memory()[0] - before) / len(pipelines)
+    finally:
+        tracemalloc.stop()
+    assert per_pipeline < 500, per_pipeline
