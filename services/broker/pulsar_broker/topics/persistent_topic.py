@@ -7,7 +7,6 @@ unchanged. After each append the subscriptions' dispatchers are woken.
 from __future__ import annotations
 
 import asyncio
-import collections
 import dataclasses
 import functools
 import itertools
@@ -133,7 +132,9 @@ class PersistentTopic:
         self._subscribe_limiter: subscribe_rate.SubscribeRateLimiter | None = None
         stored = ledger.properties.get(producer_access.EPOCH_PROPERTY)
         self.access = producer_access.ProducerAccess(None if stored is None else int(stored))
-        self._waiting: collections.deque[_Waiter] = collections.deque()
+        #: Producers waiting for exclusive access, oldest first (rare and few: a list, not a
+        #: deque, which would cost ~760 bytes on every topic, issue 16).
+        self._waiting: list[_Waiter] = []
         #: Compaction and the compacted view (None: this broker has no ledger client for it).
         self.compaction = compaction
 
@@ -236,7 +237,7 @@ class PersistentTopic:
     def _promote_next(self) -> None:
         """Give the topic to the first waiting producer whose epoch is still current."""
         while self._waiting and not self.access.has_exclusive and not self.producers:
-            waiter = self._waiting.popleft()
+            waiter = self._waiting.pop(0)
             try:
                 epoch = self.access.promote(waiter.name, waiter.requested_epoch)
             except producer_access.ProducerFencedError as exc:
