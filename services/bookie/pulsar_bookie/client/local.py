@@ -116,8 +116,10 @@ class LocalWriteHandle(LocalReadHandle):
         self._store = store
         self._next_entry_id = 0
         #: Appends not completed yet, oldest first: (entry id, size, stored, result).
-        #: Bounded by the callers' own limits (the managed ledger's pending adds).
-        self._pending: collections.deque[_PendingAppend] = collections.deque()
+        #: Bounded by the callers' own limits (the managed ledger's pending adds). None when
+        #: there is none: an empty deque costs ~760 bytes, and a broker holds a write
+        #: handle per topic (issue 16).
+        self._pending: collections.deque[_PendingAppend] | None = None
         #: The newest append's result future (close waits for it).
         self._tail: asyncio.Future[types.EntryId] | None = None
         self._error: BaseException | None = None
@@ -144,7 +146,10 @@ class LocalWriteHandle(LocalReadHandle):
             stored.set_exception(exc)
         result: asyncio.Future[types.EntryId] = loop.create_future()
         self._tail = result
-        self._pending.append((entry_id, len(payload), stored, result))
+        pending = self._pending
+        if pending is None:
+            pending = self._pending = collections.deque()
+        pending.append((entry_id, len(payload), stored, result))
         stored.add_done_callback(self._complete_in_order)
         return result
 
@@ -158,6 +163,8 @@ class LocalWriteHandle(LocalReadHandle):
 
     def _complete_in_order(self, _stored: asyncio.Future[object] | None = None) -> None:
         pending = self._pending
+        if pending is None:
+            return
         while pending and pending[0][2].done():
             entry_id, size, stored, result = pending.popleft()
             failure: BaseException | None
@@ -176,6 +183,8 @@ class LocalWriteHandle(LocalReadHandle):
             self._length += size
             if not result.done():
                 result.set_result(entry_id)
+        if not pending:
+            self._pending = None
 
     async def close(self) -> None:
         """Wait for appends in flight, then seal the ledger at the LAC by CAS."""

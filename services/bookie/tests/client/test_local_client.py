@@ -81,6 +81,19 @@ async def test_appends_get_ids_in_call_order_and_complete_in_order(parts: Parts)
     assert [e.payload for e in entries] == [b"x%d" % i for i in range(50)]
 
 
+async def test_appends_after_the_writer_went_idle_continue_the_sequence(parts: Parts) -> None:
+    # The writer drops its (empty) pending queue between bursts: ids, LAC and length go on.
+    handle = await parts.client.create_ledger(1, 1, 1)
+    assert await write(handle, 3) == [0, 1, 2]
+    assert await handle.append(b"alone") == 3
+    assert await write(handle, 2, b"f") == [4, 5]
+    assert handle.last_add_confirmed == 5
+    entries = await handle.read(0, 5)
+    assert [e.payload for e in entries] == [b"e0", b"e1", b"e2", b"alone", b"f0", b"f1"]
+    await handle.close()
+    assert handle.metadata.last_entry_id == 5
+
+
 async def test_new_ledger_metadata_names_the_one_bookie_and_is_open(parts: Parts) -> None:
     handle = await parts.client.create_ledger(1, 1, 1, {"pulsar/managed-ledger": "t"})
     metadata = await parts.client.get_ledger_metadata(handle.ledger_id)
