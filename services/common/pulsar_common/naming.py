@@ -9,6 +9,7 @@ named `<topic>-partition-<i>`.
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from dataclasses import dataclass
 
@@ -139,9 +140,11 @@ class TopicName:
     def encoded_local_name(self) -> str:
         return self.local_name
 
-    @property
+    @functools.cached_property
     def persistence_name(self) -> str:
-        """The managed ledger name: tenant/namespace/domain/topic, as Pulsar lays it out."""
+        """The managed ledger name: tenant/namespace/domain/topic, as Pulsar lays it out.
+        Built once per name (the name is frozen): the maps keyed by it then share one
+        string rather than a copy each (issue 16)."""
         return f"{self.tenant}/{self.namespace}/{self.domain.value}/{self.local_name}"
 
     def __str__(self) -> str:

@@ -37,3 +37,11 @@ def test_partition_names_round_trip():
 
 def test_persistence_name_matches_pulsar_layout():
     assert naming.TopicName.parse("a").persistence_name == "public/default/persistent/a"
+
+
+def test_persistence_name_is_built_once_and_leaves_equality_and_hash_alone():
+    topic = naming.TopicName.parse("persistent://t/n/x")
+    assert topic.persistence_name is topic.persistence_name
+    fresh = naming.TopicName.parse("t/n/x")
+    assert topic == fresh and hash(topic) == hash(fresh) and {topic: 1}[fresh] == 1
+    assert repr(topic) == repr(fresh)

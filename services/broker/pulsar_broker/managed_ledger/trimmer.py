@@ -41,6 +41,8 @@ class TrimOwner(Protocol):
 
 
 class Trimmer:
+    __slots__ = ("_again", "_ledgers", "_lock", "_owner", "_task")
+
     def __init__(self, owner: TrimOwner, ledgers: ledger_list.LedgerList):
         self._owner = owner
         self._ledgers = ledgers
@@ -50,7 +52,8 @@ class Trimmer:
 
     @property
     def task(self) -> asyncio.Task[None] | None:
-        """The trim running in the background, if any."""
+        """The trim running in the background, if any (a finished one is not kept: issue 16,
+        ~0.5 KB per topic)."""
         return self._task
 
     def schedule(self) -> None:
@@ -59,6 +62,13 @@ class Trimmer:
             self._again = True
             return
         self._task = asyncio.ensure_future(self._loop())
+        self._task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        if self._task is task:
+            self._task = None
+        if not task.cancelled() and task.exception() is not None:
+            log.error("%s: trimming stopped", self._owner.name, exc_info=task.exception())
 
     def cancel(self) -> None:
         if self._task is not None:
