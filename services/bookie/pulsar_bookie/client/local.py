@@ -49,6 +49,8 @@ def _again(error: BaseException, ledger_id: int) -> errors.BookieError:
 class LocalReadHandle:
     """Reads of one ledger up to its LAC (a closed ledger's LAC is its last entry)."""
 
+    __slots__ = ("_lac", "_length", "_storage", "_versioned")
+
     def __init__(
         self,
         storage: storage_api.LedgerStorage,
@@ -105,6 +107,9 @@ class LocalReadHandle:
 
 class LocalWriteHandle(LocalReadHandle):
     """The single writer of a ledger: ids in call order, completions in the same order."""
+
+    __slots__ = ("_closing", "_error", "_next_entry_id", "_pending", "_store", "_store_future",
+                 "_tail")
 
     def __init__(
         self,
