@@ -11,6 +11,7 @@ import asyncio
 import importlib.metadata
 import logging
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from pulsar_bookie.client import api as client_api
@@ -35,6 +36,10 @@ from pulsar_broker.topics.persistent_topic import PersistentTopic, is_system_top
 from pulsar_broker.topics.policy_enforcer import PolicyEnforcer
 
 log = logging.getLogger(__name__)
+
+#: Topics closed concurrently when the broker stops or gives bundles up: enough for their
+#: cursor flushes and ledger closes to share commits, few enough not to flood the bookie.
+TOPICS_CLOSED_AT_ONCE = 64
 
 #: Apache's answer when a namespace holds maxTopicsPerNamespace topics already.
 TOO_MANY_TOPICS = "Exceed maximum number of topics in namespace."
@@ -296,9 +301,9 @@ class BrokerService:
         await self.namespaces.release(bundle)
 
     async def _unload_topics_of(self, bundles: list[NamespaceBundle]) -> None:
-        for topic in self.loaded_topics:
-            if any(_falls_into(topic.name, bundle) for bundle in bundles):
-                await self.unload_topic(topic.name)
+        await self._close_topics(
+            topic for topic in self.loaded_topics
+            if any(_falls_into(topic.name, bundle) for bundle in bundles))
         await self.non_persistent.close_where(
             lambda name: any(_falls_into(name, bundle) for bundle in bundles))
 
@@ -343,14 +348,31 @@ class BrokerService:
             return highest
         return count
 
+    async def _close_topics(self, topics: Iterable[PersistentTopic]) -> None:
+        """Unload topics, TOPICS_CLOSED_AT_ONCE at a time (their cursor and ledger writes
+        then share the bookie's and the metadata store's commits). Each leaves the map
+        when its own close starts, so it is served until then; one no longer in the map
+        (deleted or unloaded meanwhile) is left alone. A failure is logged and the others
+        still close."""
+        pending = iter(list(topics))
+
+        async def close_each() -> None:
+            for topic in pending:
+                future = self._topics.get(str(topic.name))
+                if future is None or not future.done() or future.exception() \
+                        or future.result() is not topic:
+                    continue
+                del self._topics[str(topic.name)]
+                try:
+                    await topic.close()
+                except Exception:
+                    log.exception("closing topic %s failed", topic.name)
+
+        await asyncio.gather(*(close_each() for _ in range(TOPICS_CLOSED_AT_ONCE)))
+
     async def close(self) -> None:
         await self.policies.close()
-        for future in list(self._topics.values()):
-            if future.done() and not future.exception():
-                try:
-                    await future.result().close()
-                except Exception:
-                    log.exception("closing topic failed")
+        await self._close_topics(self.loaded_topics)
         self._topics.clear()
         await self.non_persistent.close_where(lambda _name: True)
         await self.ledger_factory.shutdown()
