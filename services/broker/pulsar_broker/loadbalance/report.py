@@ -15,9 +15,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from typing import Any
 
-from pulsar_broker.loadbalance import model
-from pulsar_broker.namespace import bundles as namespace_bundles
+from pulsar_broker.loadbalance import model, placement
 from pulsar_broker.service.broker_service import BrokerService
 from pulsar_broker.topics import out_counters
 
@@ -40,6 +40,7 @@ class LoadSampler:
     def __init__(self, service: BrokerService) -> None:
         self.service = service
         self._out = out_counters.OutCounters()
+        self._placement = placement.TopicPlacement()
         self._topics: dict[str, _TopicSample] = {}
         self._at_ms: int | None = None
         self._cpu_s = time.process_time()
@@ -65,37 +66,38 @@ class LoadSampler:
 
     def _bundle_stats(self, elapsed_s: float) -> dict[str, model.BundleStats]:
         owned = self.service.namespaces.ownership.owned_bundles
-        stats = {str(b): model.BundleStats() for b in owned}
+        self._placement.update(owned)
+        # Per bundle, in the order of model.BundleStats' fields; summed in the topics' order.
+        sums: dict[str, list[Any]] = {str(b): [0.0, 0.0, 0.0, 0.0, 0, 0, 0] for b in owned}
         seen: dict[str, _TopicSample] = {}
         for topic in self.service.loaded_topics:
-            name = str(topic.name)
+            name, bundle = self._placement.place(topic)
             consumers = [c for s in topic.subscriptions.values() for c in s.consumers]
             msg_out, bytes_out = self._out.totals(name, consumers)
             now = _TopicSample(topic.msg_in, topic.bytes_in, msg_out, bytes_out)
+            before = self._topics.get(name)
+            if before == now:
+                now = before  # an idle topic keeps its sample
             seen[name] = now
-            hash_code = namespace_bundles.topic_hash(topic.name)
-            bundle = next((b for b in owned if b.namespace == topic.name.namespace_name
-                           and b.holds(hash_code)), None)
             if bundle is None:
                 continue
-            before = self._topics.get(name, now)
-
-            def rate(new: int, old: int) -> float:
-                return max(0, new - old) / elapsed_s if elapsed_s > 0 else 0.0
-
-            current = stats[str(bundle)]
-            stats[str(bundle)] = model.BundleStats(
-                msg_rate_in=current.msg_rate_in + rate(now.msg_in, before.msg_in),
-                msg_rate_out=current.msg_rate_out + rate(now.msg_out, before.msg_out),
-                msg_throughput_in=current.msg_throughput_in + rate(now.bytes_in, before.bytes_in),
-                msg_throughput_out=current.msg_throughput_out
-                + rate(now.bytes_out, before.bytes_out),
-                topics=current.topics + 1,
-                producer_count=current.producer_count + len(topic.producers),
-                consumer_count=current.consumer_count + len(consumers))
+            total = sums[bundle]
+            if before is not None and before is not now and elapsed_s > 0:
+                total[0] += max(0, now.msg_in - before.msg_in) / elapsed_s
+                total[1] += max(0, now.msg_out - before.msg_out) / elapsed_s
+                total[2] += max(0, now.bytes_in - before.bytes_in) / elapsed_s
+                total[3] += max(0, now.bytes_out - before.bytes_out) / elapsed_s
+            total[4] += 1
+            total[5] += len(topic.producers)
+            total[6] += len(consumers)
         self._out.end_pass()
+        self._placement.end_pass()
         self._topics = seen
-        return stats
+        return {bundle: model.BundleStats(
+                    msg_rate_in=total[0], msg_rate_out=total[1], msg_throughput_in=total[2],
+                    msg_throughput_out=total[3], topics=total[4], producer_count=total[5],
+                    consumer_count=total[6])
+                for bundle, total in sums.items()}
 
 
 def _rss_mb() -> float:

@@ -69,6 +69,23 @@ class ManagedLedgerStats:
         """A rollover took latency_ms from its start until the new ledger took adds."""
         self.ledger_switch_counts[bisect.bisect_left(LATENCY_BOUNDS_MS, latency_ms)] += 1
 
+    def unchanged_since(self, counts: Counts) -> bool:
+        """Whether every counter still has its value in counts (a snapshot of these
+        counters): what a sampler checks before taking a new snapshot of an idle ledger."""
+        return (self.adds_succeeded == counts.adds_succeeded
+                and self.add_bytes == counts.add_bytes
+                and self.add_errors == counts.add_errors
+                and self.entries_read == counts.entries_read
+                and self.read_bytes == counts.read_bytes
+                and self.read_errors == counts.read_errors
+                and self.cache_missed_entries == counts.cache_missed_entries
+                and self.mark_deletes == counts.mark_deletes
+                and _same_counts(self.add_latency_counts, counts.add_latency_counts)
+                and _same_counts(self.ledger_add_latency_counts,
+                                 counts.ledger_add_latency_counts)
+                and _same_counts(self.entry_size_counts, counts.entry_size_counts)
+                and _same_counts(self.ledger_switch_counts, counts.ledger_switch_counts))
+
     def snapshot(self) -> Counts:
         return Counts(
             self.adds_succeeded, self.add_bytes, self.add_errors, tuple(self.add_latency_counts),
@@ -116,6 +133,10 @@ class CacheCounts:
     evictions: int = 0
     inserted_entries: int = 0
     evicted_entries: int = 0
+
+
+def _same_counts(live: list[int], taken: tuple[int, ...]) -> bool:
+    return len(live) == len(taken) and all(map(operator.eq, live, taken))
 
 
 def _combine(a: Counts, b: Counts, combine: Callable[[int, int], int]) -> Counts:

@@ -1,14 +1,18 @@
 """Dispatch counters that only grow, although the consumers that hold them come and go.
 
 A consumer counts the messages and bytes sent to it; when it disconnects its
-counts leave with it. An OutCounters remembers the last counts it saw for
-each consumer under a key (a topic, or a subscription) and keeps them as
-"retired" once the consumer is gone, so the totals never go backwards. It
-keeps a reference to each consumer it saw, so a departed consumer is retired
-with its final counts, including what it gathered after the last
-observation. A consumer that comes and goes entirely between two
-observations (scrapes and rate samples) is not seen at all. Load reports,
-the REST layer's rates and the metrics each keep their own.
+counts leave with it. An OutCounters remembers the consumers it saw under
+each key (a topic, or a subscription) and keeps the counts of each one gone
+as "retired", so the totals never go backwards. It keeps a reference to each
+consumer it saw, so a departed consumer is retired with its final counts,
+including what it gathered after the last observation. A consumer that comes
+and goes entirely between two observations (scrapes and rate samples) is not
+seen at all. Load reports, the REST layer's rates and the metrics each keep
+their own.
+
+Observing a key whose consumers are the same objects as last time (the
+common case, and every idle topic) allocates nothing but the consumer list's
+copy: a pass over 10,000 idle topics is one comparison and one sum each.
 """
 
 from __future__ import annotations
@@ -20,26 +24,46 @@ from typing import Any
 class OutCounters:
     def __init__(self) -> None:
         self._retired: dict[str, tuple[int, int]] = {}
-        self._seen: dict[str, dict[int, tuple[Any, int, int]]] = {}
-        self._observed: set[str] = set()
+        #: key -> (the consumers seen last, the number of the pass that saw them).
+        self._seen: dict[str, tuple[tuple[Any, ...], int]] = {}
+        self._pass = 0
+        #: Distinct keys observed in the current pass.
+        self._observed = 0
 
     def totals(self, key: str, consumers: Iterable[Any]) -> tuple[int, int]:
         """(messages, bytes) dispatched under key, including departed consumers."""
-        current = {id(c): (c, int(c.msg_out), int(c.bytes_out)) for c in consumers}
+        current = tuple(consumers)
+        previous = self._seen.get(key)
+        if previous is None or previous[1] != self._pass:
+            self._observed += 1
+        if previous is not None and not _same(previous[0], current):
+            self._retire(key, previous[0], current)
+        self._seen[key] = (current, self._pass)
         retired_msgs, retired_bytes = self._retired.get(key, (0, 0))
-        for consumer_id, (consumer, _, _) in self._seen.get(key, {}).items():
-            if current.get(consumer_id, (None, 0, 0))[0] is not consumer:
+        return (retired_msgs + sum(int(c.msg_out) for c in current),
+                retired_bytes + sum(int(c.bytes_out) for c in current))
+
+    def _retire(self, key: str, previous: tuple[Any, ...], current: tuple[Any, ...]) -> None:
+        staying = {id(c) for c in current}
+        retired_msgs, retired_bytes = self._retired.get(key, (0, 0))
+        for consumer in previous:
+            # An id only matches if the object is the one seen: the previous tuple keeps
+            # it alive, so its id cannot have been reused.
+            if id(consumer) not in staying:
                 retired_msgs += int(consumer.msg_out)
                 retired_bytes += int(consumer.bytes_out)
         self._retired[key] = (retired_msgs, retired_bytes)
-        self._seen[key] = current
-        self._observed.add(key)
-        return (retired_msgs + sum(m for _, m, _ in current.values()),
-                retired_bytes + sum(b for _, _, b in current.values()))
 
     def end_pass(self) -> None:
         """Forget keys not observed since the last pass (unloaded topics, removed subscriptions)."""
-        for key in [k for k in self._seen if k not in self._observed]:
-            self._seen.pop(key, None)
-            self._retired.pop(key, None)
-        self._observed = set()
+        if self._observed != len(self._seen):
+            for key in [k for k, (_, seen_in) in self._seen.items() if seen_in != self._pass]:
+                self._seen.pop(key, None)
+                self._retired.pop(key, None)
+        self._pass += 1
+        self._observed = 0
+
+
+def _same(previous: tuple[Any, ...], current: tuple[Any, ...]) -> bool:
+    return len(previous) == len(current) and all(
+        a is b for a, b in zip(previous, current, strict=True))

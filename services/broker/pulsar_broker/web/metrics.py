@@ -70,6 +70,8 @@ log = logging.getLogger(__name__)
 #: Topics whose add-entry statistics are kept; statistics of unloaded topics are dropped at
 #: every scrape, and all of them past this many topics.
 ENTRY_STATS_TOPICS_MAX = 100_000
+#: Distinct quorum settings whose write quorum is remembered (namespaces rarely differ).
+WRITE_QUORUMS_MAX = 256
 
 #: The classic text exposition format every Prometheus version scrapes (what Apache serves).
 TEXT_FORMAT_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -230,6 +232,8 @@ class BrokerMetrics:
         self._out = out_counters.OutCounters()
         self._entry_stats: dict[str, entry_stats.EntryStats] = {}
         self.ledger_sampler = ml_metrics.LedgerSampler()
+        #: Write quorums by (broker's quorums, namespace's quorums): see _write_quorum.
+        self._write_quorums: dict[tuple[int | None, ...], int] = {}
         self._observe(self._provider.get_meter("pulsar_broker"))
         # OpenTelemetry lower-cases instrument names; these keep Apache's mixed case.
         self.registry.register(_ManagedLedgerCollector(self))
@@ -324,8 +328,21 @@ class BrokerMetrics:
         self.ledger_sampler.tick(ledgers, self.service.ledger_factory.cache_counts(), now_s)
 
     def _write_quorum(self, topic: PersistentTopic) -> int:
+        """The write quorum policies.ledger_config gives the topic's ledger, without building
+        a ManagedLedgerConfig per topic per sample: it depends only on the quorums."""
         default = self.service.ledger_factory.default_config
-        return policies.ledger_config(default, topic.policies).write_quorum
+        chosen = topic.policies
+        if chosen.ensemble_size is None:
+            return default.write_quorum
+        key = (default.ensemble_size, default.write_quorum, default.ack_quorum,
+               chosen.ensemble_size, chosen.write_quorum, chosen.ack_quorum)
+        write_quorum = self._write_quorums.get(key)
+        if write_quorum is None:
+            if len(self._write_quorums) >= WRITE_QUORUMS_MAX:
+                self._write_quorums.clear()
+            write_quorum = policies.ledger_config(default, chosen).write_quorum
+            self._write_quorums[key] = write_quorum
+        return write_quorum
 
     def _sample_subscription(self, topic: str, subscription: Any) -> SubscriptionSample:
         consumers = list(subscription.consumers)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import prometheus_client.metrics_core
 
@@ -41,13 +42,16 @@ class LedgerGrowth:
                             self.replicated_add_bytes + other.replicated_add_bytes)
 
 
-@dataclass(frozen=True)
-class LedgerCounters:
+class LedgerCounters(NamedTuple):
     """One open managed ledger at a tick: its name, its counters and its write quorum."""
 
     name: str
     counters: stats.ManagedLedgerStats
     write_quorum: int
+
+
+#: The growth of a ledger that counted nothing during the interval (shared: it is frozen).
+_NO_GROWTH = LedgerGrowth()
 
 
 class LedgerSampler:
@@ -72,16 +76,23 @@ class LedgerSampler:
         self._tick_s = now_s
         taken: dict[str, tuple[stats.ManagedLedgerStats, stats.Counts]] = {}
         growth: dict[str, LedgerGrowth] = {}
-        for ledger in ledgers:
-            counts = ledger.counters.snapshot()
-            taken[ledger.name] = (ledger.counters, counts)
-            previous = self._taken.get(ledger.name)
+        for name, counters, write_quorum in ledgers:
+            previous = self._taken.get(name)
+            if previous is not None and previous[0] is counters and (
+                    counters.unchanged_since(previous[1])):
+                # An idle ledger: nothing grew, and its last snapshot still holds.
+                taken[name] = previous
+                if not first:
+                    growth[name] = _NO_GROWTH
+                continue
+            counts = counters.snapshot()
+            taken[name] = (counters, counts)
             if first:
                 continue
             # A managed ledger opened since the last tick (or reopened) counted from zero.
-            grown = counts if previous is None or previous[0] is not ledger.counters else (
+            grown = counts if previous is None or previous[0] is not counters else (
                 counts.minus(previous[1]))
-            growth[ledger.name] = LedgerGrowth(grown, grown.add_bytes * ledger.write_quorum)
+            growth[name] = LedgerGrowth(grown, grown.add_bytes * write_quorum)
         self._taken, self._growth = taken, growth
         if self._cache_taken is not None:
             self.cache_growth = _cache_minus(cache, self._cache_taken)

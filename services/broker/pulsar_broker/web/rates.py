@@ -43,98 +43,100 @@ class Rates:
         return Rates(*(a + b for a, b in zip(astuple(self), astuple(other), strict=True)))
 
 
-@dataclass(frozen=True)
-class _Sample:
-    at_s: float
-    msg_in: int
-    bytes_in: int
-    msg_out: int
-    bytes_out: int
-    entries_in: int = 0
-    entries_read: int = 0
-    bytes_read: int = 0
+#: Counters of one sample: messages and bytes in, messages and bytes out, entries added,
+#: entries and bytes read (the last three 0 where they do not apply).
+_Counts = tuple[int, int, int, int, int, int, int]
+#: The rates of counters that did not move (shared: Rates is frozen).
+_NO_RATES = Rates()
 
 
-def _rates(old: _Sample, new: _Sample) -> Rates:
-    elapsed = new.at_s - old.at_s
+def _rates(elapsed: float, old: _Counts, new: _Counts) -> Rates:
     if elapsed <= 0:
         return Rates()
     return Rates(
-        msg_rate_in=max(0, new.msg_in - old.msg_in) / elapsed,
-        msg_throughput_in=max(0, new.bytes_in - old.bytes_in) / elapsed,
-        msg_rate_out=max(0, new.msg_out - old.msg_out) / elapsed,
-        msg_throughput_out=max(0, new.bytes_out - old.bytes_out) / elapsed,
-        entry_rate_in=max(0, new.entries_in - old.entries_in) / elapsed,
-        entry_rate_read=max(0, new.entries_read - old.entries_read) / elapsed,
-        throughput_read=max(0, new.bytes_read - old.bytes_read) / elapsed,
+        msg_rate_in=max(0, new[0] - old[0]) / elapsed,
+        msg_throughput_in=max(0, new[1] - old[1]) / elapsed,
+        msg_rate_out=max(0, new[2] - old[2]) / elapsed,
+        msg_throughput_out=max(0, new[3] - old[3]) / elapsed,
+        entry_rate_in=max(0, new[4] - old[4]) / elapsed,
+        entry_rate_read=max(0, new[5] - old[5]) / elapsed,
+        throughput_read=max(0, new[6] - old[6]) / elapsed,
     )
 
 
 class RateTracker:
+    """Samples are kept as plain tuples and idle keys get the shared _NO_RATES, so a tick
+    over thousands of idle topics allocates little (issue 16's idle broker)."""
+
     def __init__(self, service: BrokerService) -> None:
         self.service = service
         self._out = out_counters.OutCounters()
-        self._samples: dict[str, _Sample] = {}
+        #: key -> (when it was taken, the tick that took it, its counters).
+        self._samples: dict[str, tuple[float, int, _Counts]] = {}
         self._rates: dict[str, Rates] = {}
+        self._tick = 0
+        #: Distinct keys recorded during the current tick.
+        self._observed = 0
 
     def topic_rates(self, topic: str) -> Rates:
-        return self._rates.get(topic, Rates())
+        return self._rates.get(topic, _NO_RATES)
 
     def subscription_rates(self, topic: str, subscription: str) -> Rates:
-        return self._rates.get(f"{topic} {subscription}", Rates())
+        return self._rates.get(f"{topic} {subscription}", _NO_RATES)
 
     def producer_rates(self, topic: str, producer: Any) -> Rates:
-        return self._rates.get(_producer_key(topic, producer), Rates())
+        return self._rates.get(_producer_key(topic, producer), _NO_RATES)
 
     def consumer_rates(self, topic: str, subscription: str, consumer: Any) -> Rates:
-        return self._rates.get(_consumer_key(topic, subscription, consumer), Rates())
+        return self._rates.get(_consumer_key(topic, subscription, consumer), _NO_RATES)
 
     def tick(self, now_s: float) -> None:
-        live: set[str] = set()
+        self._tick += 1
+        self._observed = 0
         topics: list[PersistentTopic | NonPersistentTopic] = [
             *self.service.loaded_topics, *self.service.non_persistent.loaded]
         for topic in topics:
-            live.update(self._sample_topic(topic, now_s))
-        for key in [k for k in self._samples if k not in live]:
-            self._samples.pop(key, None)
-            self._rates.pop(key, None)
+            self._sample_topic(topic, now_s)
+        if self._observed != len(self._samples):
+            for key in [k for k, (_, taken_in, _) in self._samples.items()
+                        if taken_in != self._tick]:
+                self._samples.pop(key, None)
+                self._rates.pop(key, None)
         self._out.end_pass()
 
-    def _sample_topic(self, topic: PersistentTopic | NonPersistentTopic,
-                      now_s: float) -> list[str]:
+    def _sample_topic(self, topic: PersistentTopic | NonPersistentTopic, now_s: float) -> None:
         name = str(topic.name)
         everyone = [c for s in topic.subscriptions.values() for c in s.consumers]
         msg_out, bytes_out = self._out.totals(name, everyone)
-        keys = [name]
         if isinstance(topic, PersistentTopic):
             # A subscription removed (or its dispatcher replaced) takes its read counts with
             # it: the read rate of that interval comes out low, never negative.
             dispatchers = [s.dispatcher for s in topic.subscriptions.values()]
-            self._record(name, _Sample(
-                now_s, topic.msg_in, topic.bytes_in, msg_out, bytes_out, topic.entries_in,
+            self._record(name, now_s, (
+                topic.msg_in, topic.bytes_in, msg_out, bytes_out, topic.entries_in,
                 sum(d.entries_read for d in dispatchers), sum(d.bytes_read for d in dispatchers)))
         else:
-            self._record(name, _Sample(now_s, topic.msg_in, topic.bytes_in, msg_out, bytes_out))
+            self._record(name, now_s, (topic.msg_in, topic.bytes_in, msg_out, bytes_out, 0, 0, 0))
         for sub_name, subscription in topic.subscriptions.items():
             key = f"{name} {sub_name}"
             sub_msgs, sub_bytes = self._out.totals(key, subscription.consumers)
-            self._record(key, _Sample(now_s, 0, 0, sub_msgs, sub_bytes))
-            keys.append(key)
+            self._record(key, now_s, (0, 0, sub_msgs, sub_bytes, 0, 0, 0))
             for consumer in subscription.consumers:
-                key = _consumer_key(name, sub_name, consumer)
-                self._record(key, _Sample(now_s, 0, 0, consumer.msg_out, consumer.bytes_out))
-                keys.append(key)
+                self._record(_consumer_key(name, sub_name, consumer), now_s,
+                             (0, 0, consumer.msg_out, consumer.bytes_out, 0, 0, 0))
         for producer in topic.producers.values():
-            key = _producer_key(name, producer)
-            self._record(key, _Sample(now_s, producer.msg_in, producer.bytes_in, 0, 0))
-            keys.append(key)
-        return keys
+            self._record(_producer_key(name, producer), now_s,
+                         (producer.msg_in, producer.bytes_in, 0, 0, 0, 0, 0))
 
-    def _record(self, key: str, sample: _Sample) -> None:
+    def _record(self, key: str, now_s: float, counts: _Counts) -> None:
         previous = self._samples.get(key)
+        if previous is None or previous[1] != self._tick:
+            self._observed += 1
         if previous is not None:
-            self._rates[key] = _rates(previous, sample)
-        self._samples[key] = sample
+            # Counters that did not move have zero rates over any interval.
+            self._rates[key] = (_NO_RATES if previous[2] == counts
+                                else _rates(now_s - previous[0], previous[2], counts))
+        self._samples[key] = (now_s, self._tick, counts)
 
 
 def _producer_key(topic: str, producer: Any) -> str:

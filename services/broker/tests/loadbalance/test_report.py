@@ -6,7 +6,7 @@ import types
 from typing import Any, cast
 
 import pytest
-from pulsar_broker.loadbalance import report
+from pulsar_broker.loadbalance import placement, report
 from pulsar_broker.namespace import bundles
 from pulsar_broker.service.broker_service import BrokerService
 from pulsar_common import naming
@@ -75,3 +75,42 @@ def test_a_departed_consumer_does_not_make_the_out_rate_negative() -> None:
     sampler.sample(1_000)
     topic.subscriptions["s"].consumers = []
     assert sampler.sample(2_000).bundles[str(LOW)].msg_rate_out == 0.0
+
+
+def test_a_split_places_each_topic_in_the_half_that_holds_it_and_an_unload_drops_it() -> None:
+    whole = bundles.NamespaceBundle(NS, 0, 0xFFFFFFFF, closed=True)
+    low, high = fake_topic(topic_in(LOW, "low"), 1), fake_topic(topic_in(HIGH, "high"), 1)
+    service = fake_service([whole], [low, high])
+    sampler = report.LoadSampler(service)
+    assert sampler.sample(1_000).bundles[str(whole)].topics == 2
+    assert sampler.sample(2_000).bundles[str(whole)].topics == 2  # placed once, still right
+    service.namespaces.ownership.owned_bundles = [LOW, HIGH]  # the split
+    split = sampler.sample(3_000).bundles
+    assert list(split) == [str(LOW), str(HIGH)]
+    assert (split[str(LOW)].topics, split[str(HIGH)].topics) == (1, 1)
+    service.namespaces.ownership.owned_bundles = [LOW]  # HIGH unloaded (its topic not yet)
+    assert sampler.sample(4_000).bundles == {str(LOW): split[str(LOW)]}
+
+
+def test_an_unloaded_topic_is_forgotten_and_one_loaded_later_is_placed() -> None:
+    first, second = fake_topic(topic_in(LOW, "a"), 0), fake_topic(topic_in(HIGH, "b"), 0)
+    service = fake_service([LOW, HIGH], [first])
+    sampler = report.LoadSampler(service)
+    sampler.sample(1_000)
+    service.loaded_topics = [second]
+    sampled = sampler.sample(2_000).bundles
+    assert (sampled[str(LOW)].topics, sampled[str(HIGH)].topics) == (0, 1)
+    assert len(sampler._placement) == 1  # the unloaded topic left nothing behind
+
+
+def test_placement_finds_what_a_search_of_every_owned_bundle_finds() -> None:
+    other = naming.NamespaceName("public", "other")
+    owned = [LOW, HIGH, bundles.NamespaceBundle(other, 0, 0xFFFFFFFF, closed=True)]
+    topics = [fake_topic(naming.TopicName.parse(f"persistent://public/{ns}/t-{i}"), 0)
+              for ns in ("lb", "other", "unowned") for i in range(50)]
+    placed = placement.TopicPlacement()
+    placed.update(owned)
+    for topic in topics:
+        searched = next((str(b) for b in owned if b.namespace == topic.name.namespace_name
+                         and b.holds(bundles.topic_hash(topic.name))), None)
+        assert placed.place(topic) == (str(topic.name), searched)

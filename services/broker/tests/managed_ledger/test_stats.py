@@ -113,3 +113,16 @@ async def test_mark_delete_moves_of_durable_cursors_are_counted(stack: Any) -> N
     await durable.delete([positions[1]])  # fills it: moves to the end
     await reader.mark_delete(positions[2])
     assert ml.stats.snapshot().mark_deletes == 2
+
+
+def test_unchanged_since_tells_whether_any_counter_moved_after_a_snapshot() -> None:
+    counters = stats.ManagedLedgerStats()
+    counters.add_succeeded(1, 1, 100)
+    taken = counters.snapshot()
+    assert counters.unchanged_since(taken)
+    counters.ledger_switched(3)  # only a bucket moves
+    assert not counters.unchanged_since(taken)
+    taken = counters.snapshot()
+    assert counters.unchanged_since(taken)
+    counters.mark_deletes += 1
+    assert not counters.unchanged_since(taken)
