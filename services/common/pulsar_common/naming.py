@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import functools
 import re
+import sys
 from dataclasses import dataclass
 
 from pulsar_common import errors
@@ -143,9 +144,9 @@ class TopicName:
     @functools.cached_property
     def persistence_name(self) -> str:
         """The managed ledger name: tenant/namespace/domain/topic, as Pulsar lays it out.
-        Built once per name (the name is frozen): the maps keyed by it then share one
-        string rather than a copy each (issue 16)."""
-        return f"{self.tenant}/{self.namespace}/{self.domain.value}/{self.local_name}"
+        Built once per name (the name is frozen) and interned: the maps keyed by it then
+        share one string, whichever parse of the topic's name they got it from (issue 16)."""
+        return sys.intern(f"{self.tenant}/{self.namespace}/{self.domain.value}/{self.local_name}")
 
     def __str__(self) -> str:
         return f"{self.domain.value}://{self.tenant}/{self.namespace}/{self.local_name}"

@@ -43,5 +43,7 @@ def test_persistence_name_is_built_once_and_leaves_equality_and_hash_alone():
     topic = naming.TopicName.parse("persistent://t/n/x")
     assert topic.persistence_name is topic.persistence_name
     fresh = naming.TopicName.parse("t/n/x")
+    # Shared by every parse of the name, so the maps keyed by it hold one string.
+    assert fresh.persistence_name is topic.persistence_name
     assert topic == fresh and hash(topic) == hash(fresh) and {topic: 1}[fresh] == 1
     assert repr(topic) == repr(fresh)
