@@ -28,8 +28,10 @@ class TopicPlacement:
         self._owned: tuple[namespace_bundles.NamespaceBundle, ...] = ()
         self._by_namespace: dict[naming.NamespaceName,
                                  list[namespace_bundles.NamespaceBundle]] = {}
-        #: id(topic) -> (the topic, its name, its bundle's name or None, the pass that saw it).
-        self._topics: dict[int, tuple[Any, str, str | None, int]] = {}
+        #: id(topic) -> (the topic, its name, its bundle's name or None).
+        self._topics: dict[int, tuple[Any, str, str | None]] = {}
+        #: id(topic) -> the pass that placed it last (apart, so a pass stores nothing new).
+        self._placed_in: dict[int, int] = {}
         self._pass = 0
         self._observed = 0
 
@@ -43,21 +45,16 @@ class TopicPlacement:
         for bundle in owned:
             self._by_namespace.setdefault(bundle.namespace, []).append(bundle)
         self._topics.clear()
-        self._observed = 0
 
     def place(self, topic: Any) -> tuple[str, str | None]:
         """The topic's name and the name of the owned bundle that holds it (None: not owned)."""
-        entry = self._topics.get(id(topic))
+        key = id(topic)
+        entry = self._topics.get(key)
         if entry is None or entry[0] is not topic:
-            name = str(topic.name)
-            entry = (topic, name, self._find(topic.name), self._pass)
+            entry = self._topics[key] = (topic, str(topic.name), self._find(topic.name))
+        if self._placed_in.get(key) != self._pass:
+            self._placed_in[key] = self._pass
             self._observed += 1
-        elif entry[3] != self._pass:
-            entry = (topic, entry[1], entry[2], self._pass)
-            self._observed += 1
-        else:
-            return entry[1], entry[2]
-        self._topics[id(topic)] = entry
         return entry[1], entry[2]
 
     def _find(self, topic_name: naming.TopicName) -> str | None:
@@ -69,9 +66,10 @@ class TopicPlacement:
 
     def end_pass(self) -> None:
         """Forget topics not placed since the last pass (unloaded ones)."""
-        if self._observed != len(self._topics):
-            for key in [k for k, entry in self._topics.items() if entry[3] != self._pass]:
-                del self._topics[key]
+        if self._observed != len(self._placed_in):
+            for key in [k for k, placed_in in self._placed_in.items() if placed_in != self._pass]:
+                del self._placed_in[key]
+                self._topics.pop(key, None)
         self._pass += 1
         self._observed = 0
 

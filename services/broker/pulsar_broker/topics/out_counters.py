@@ -24,8 +24,12 @@ from typing import Any
 class OutCounters:
     def __init__(self) -> None:
         self._retired: dict[str, tuple[int, int]] = {}
-        #: key -> (the consumers seen last, the number of the pass that saw them).
-        self._seen: dict[str, tuple[tuple[Any, ...], int]] = {}
+        #: key -> the consumers seen last.
+        self._seen: dict[str, tuple[Any, ...]] = {}
+        #: key -> the number of the pass that saw it last (kept apart from _seen so that an
+        #: unchanged key stores nothing new: objects that outlive a pass feed the cyclic
+        #: garbage collector's full collections, a heavy cost on a heap of 10,000 topics).
+        self._seen_in: dict[str, int] = {}
         self._pass = 0
         #: Distinct keys observed in the current pass.
         self._observed = 0
@@ -34,11 +38,13 @@ class OutCounters:
         """(messages, bytes) dispatched under key, including departed consumers."""
         current = tuple(consumers)
         previous = self._seen.get(key)
-        if previous is None or previous[1] != self._pass:
+        if self._seen_in.get(key) != self._pass:
             self._observed += 1
-        if previous is not None and not _same(previous[0], current):
-            self._retire(key, previous[0], current)
-        self._seen[key] = (current, self._pass)
+            self._seen_in[key] = self._pass
+        if previous is None or not _same(previous, current):
+            if previous is not None:
+                self._retire(key, previous, current)
+            self._seen[key] = current
         retired_msgs, retired_bytes = self._retired.get(key, (0, 0))
         return (retired_msgs + sum(int(c.msg_out) for c in current),
                 retired_bytes + sum(int(c.bytes_out) for c in current))
@@ -56,9 +62,10 @@ class OutCounters:
 
     def end_pass(self) -> None:
         """Forget keys not observed since the last pass (unloaded topics, removed subscriptions)."""
-        if self._observed != len(self._seen):
-            for key in [k for k, (_, seen_in) in self._seen.items() if seen_in != self._pass]:
+        if self._observed != len(self._seen_in):
+            for key in [k for k, seen_in in self._seen_in.items() if seen_in != self._pass]:
                 self._seen.pop(key, None)
+                self._seen_in.pop(key, None)
                 self._retired.pop(key, None)
         self._pass += 1
         self._observed = 0

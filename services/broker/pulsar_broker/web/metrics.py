@@ -322,9 +322,10 @@ class BrokerMetrics:
     def sample_ledgers(self, now_s: float) -> None:
         """Take the managed ledgers' and the entry cache's counters (every sampling interval;
         public so a test can drive it with its own clock)."""
-        ledgers = [ml_metrics.LedgerCounters(topic.ledger.name, topic.ledger.stats,
+        # A generator: each record is dropped as soon as it is read (see LedgerSampler.tick).
+        ledgers = (ml_metrics.LedgerCounters(topic.ledger.name, topic.ledger.stats,
                                              self._write_quorum(topic))
-                   for topic in self.service.loaded_topics]
+                   for topic in self.service.loaded_topics)
         self.ledger_sampler.tick(ledgers, self.service.ledger_factory.cache_counts(), now_s)
 
     def _write_quorum(self, topic: PersistentTopic) -> int:

@@ -71,10 +71,16 @@ class RateTracker:
     def __init__(self, service: BrokerService) -> None:
         self.service = service
         self._out = out_counters.OutCounters()
-        #: key -> (when it was taken, the tick that took it, its counters).
-        self._samples: dict[str, tuple[float, int, _Counts]] = {}
+        #: key -> its counters at the last tick. Every key was recorded at the last tick
+        #: (a key not recorded in a tick is dropped at its end), so all were taken at _last_s.
+        self._samples: dict[str, _Counts] = {}
+        #: key -> the tick that recorded it last (apart from _samples, so that a key whose
+        #: counters did not move stores nothing new: objects that outlive a tick feed the
+        #: cyclic garbage collector's full collections, heavy on a heap of 10,000 topics).
+        self._taken_in: dict[str, int] = {}
         self._rates: dict[str, Rates] = {}
         self._tick = 0
+        self._last_s = 0.0
         #: Distinct keys recorded during the current tick.
         self._observed = 0
 
@@ -97,12 +103,13 @@ class RateTracker:
             *self.service.loaded_topics, *self.service.non_persistent.loaded]
         for topic in topics:
             self._sample_topic(topic, now_s)
-        if self._observed != len(self._samples):
-            for key in [k for k, (_, taken_in, _) in self._samples.items()
-                        if taken_in != self._tick]:
+        if self._observed != len(self._taken_in):
+            for key in [k for k, taken_in in self._taken_in.items() if taken_in != self._tick]:
+                self._taken_in.pop(key, None)
                 self._samples.pop(key, None)
                 self._rates.pop(key, None)
         self._out.end_pass()
+        self._last_s = now_s
 
     def _sample_topic(self, topic: PersistentTopic | NonPersistentTopic, now_s: float) -> None:
         name = str(topic.name)
@@ -129,14 +136,18 @@ class RateTracker:
                          (producer.msg_in, producer.bytes_in, 0, 0, 0, 0, 0))
 
     def _record(self, key: str, now_s: float, counts: _Counts) -> None:
-        previous = self._samples.get(key)
-        if previous is None or previous[1] != self._tick:
+        if self._taken_in.get(key) != self._tick:
+            self._taken_in[key] = self._tick
             self._observed += 1
-        if previous is not None:
+        previous = self._samples.get(key)
+        if previous is None:
+            self._samples[key] = counts
+        elif previous == counts:
             # Counters that did not move have zero rates over any interval.
-            self._rates[key] = (_NO_RATES if previous[2] == counts
-                                else _rates(now_s - previous[0], previous[2], counts))
-        self._samples[key] = (now_s, self._tick, counts)
+            self._rates[key] = _NO_RATES
+        else:
+            self._rates[key] = _rates(now_s - self._last_s, previous, counts)
+            self._samples[key] = counts
 
 
 def _producer_key(topic: str, producer: Any) -> str:

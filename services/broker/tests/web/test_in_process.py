@@ -143,6 +143,31 @@ async def test_rates_are_counter_deltas_over_the_sampling_interval(
         await asyncio.to_thread(client.close)
 
 
+async def test_a_rate_after_idle_intervals_is_over_the_last_interval_only(
+        running: standalone_module.Standalone) -> None:
+    service = running.service
+    assert service is not None
+    topic = "persistent://public/default/rates-after-idle"
+    tracker = rates.RateTracker(service)
+    client = pulsar.Client(service.broker_service_url,
+                           logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
+    try:
+        producer = await asyncio.to_thread(client.create_producer, topic, batching_enabled=False)
+        tracker.tick(100.0)
+        tracker.tick(102.0)  # idle
+        assert tracker.topic_rates(topic).msg_rate_in == 0.0
+        for _ in range(10):
+            await asyncio.to_thread(producer.send, b"x" * 100)
+        tracker.tick(104.0)
+        assert tracker.topic_rates(topic).msg_rate_in == 5.0  # 10 in 2 s, not in 4 s
+        await asyncio.to_thread(producer.close)
+        tracker.tick(106.0)
+        assert tracker.topic_rates(topic).msg_rate_in == 0.0
+        assert not [key for key in tracker._samples if " producer " in key]  # dropped with it
+    finally:
+        await asyncio.to_thread(client.close)
+
+
 async def test_storage_rates_count_entries_and_managed_ledger_series_sum_a_namespace(
         running: standalone_module.Standalone) -> None:
     service = running.service
