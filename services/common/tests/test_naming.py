@@ -47,3 +47,12 @@ def test_persistence_name_is_built_once_and_leaves_equality_and_hash_alone():
     assert fresh.persistence_name is topic.persistence_name
     assert topic == fresh and hash(topic) == hash(fresh) and {topic: 1}[fresh] == 1
     assert repr(topic) == repr(fresh)
+
+
+def test_the_full_name_is_shared_by_every_parse_of_a_topic():
+    first = naming.TopicName.parse("persistent://t/n/shared")
+    again = naming.TopicName.parse("t/n/shared")
+    assert str(first) == "persistent://t/n/shared"
+    assert str(first) is str(again)
+    assert str(naming.TopicName.parse("non-persistent://t/n/shared")) == (
+        "non-persistent://t/n/shared")
