@@ -37,8 +37,8 @@ from pulsar_broker.topics.policy_enforcer import PolicyEnforcer
 
 log = logging.getLogger(__name__)
 
-#: Topics closed concurrently when the broker stops or gives bundles up: enough for their
-#: cursor flushes and ledger closes to share commits, few enough not to flood the bookie.
+#: Topics closed concurrently when the broker stops: enough for their cursor flushes and
+#: ledger closes to share commits, few enough not to flood the bookie.
 TOPICS_CLOSED_AT_ONCE = 64
 
 #: Apache's answer when a namespace holds maxTopicsPerNamespace topics already.
@@ -301,9 +301,12 @@ class BrokerService:
         await self.namespaces.release(bundle)
 
     async def _unload_topics_of(self, bundles: list[NamespaceBundle]) -> None:
-        await self._close_topics(
-            topic for topic in self.loaded_topics
-            if any(_falls_into(topic.name, bundle) for bundle in bundles))
+        # One at a time, unlike the stop: the clients reconnect while the others close, and
+        # one that comes back while its topic still closes gets the closing managed ledger
+        # from the factory; closing many at once makes each close, and that window, longer.
+        for topic in self.loaded_topics:
+            if any(_falls_into(topic.name, bundle) for bundle in bundles):
+                await self.unload_topic(topic.name)
         await self.non_persistent.close_where(
             lambda name: any(_falls_into(name, bundle) for bundle in bundles))
 
@@ -349,7 +352,7 @@ class BrokerService:
         return count
 
     async def _close_topics(self, topics: Iterable[PersistentTopic]) -> None:
-        """Unload topics, TOPICS_CLOSED_AT_ONCE at a time (their cursor and ledger writes
+        """Close topics, TOPICS_CLOSED_AT_ONCE at a time (their cursor and ledger writes
         then share the bookie's and the metadata store's commits). Each leaves the map
         when its own close starts, so it is served until then; one no longer in the map
         (deleted or unloaded meanwhile) is left alone. A failure is logged and the others
