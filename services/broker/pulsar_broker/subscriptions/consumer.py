@@ -21,6 +21,11 @@ class SubType(enum.IntEnum):
     KEY_SHARED = 3
 
 
+#: Apache's SubscriptionType names (stats' `type`, subscriptionTypesEnabled).
+SUBSCRIPTION_TYPE_NAMES = {SubType.EXCLUSIVE: "Exclusive", SubType.SHARED: "Shared",
+                           SubType.FAILOVER: "Failover", SubType.KEY_SHARED: "Key_Shared"}
+
+
 class ConsumerConnection(Protocol):
     """What a consumer needs from the connection it was created on."""
 

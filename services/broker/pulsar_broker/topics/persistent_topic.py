@@ -21,7 +21,7 @@ from pulsar_broker.managed_ledger import api as ml
 from pulsar_broker.managed_ledger import errors as ml_errors
 from pulsar_broker.subscriptions import dispatch_rate
 from pulsar_broker.subscriptions import dispatcher as dispatch
-from pulsar_broker.subscriptions.consumer import SubType
+from pulsar_broker.subscriptions.consumer import SUBSCRIPTION_TYPE_NAMES, SubType
 from pulsar_broker.subscriptions.subscription import ConsumerBusyError, Subscription
 from pulsar_broker.subscriptions.subscription import check_name as check_subscription_name
 from pulsar_broker.topics import (
@@ -40,9 +40,6 @@ from pulsar_broker.topics.producer_access import AccessMode
 
 log = logging.getLogger(__name__)
 
-#: Apache's SubscriptionType names (subscriptionTypesEnabled) of the protocol's sub types.
-SUBSCRIPTION_TYPE_NAMES = {SubType.EXCLUSIVE: "Exclusive", SubType.SHARED: "Shared",
-                           SubType.FAILOVER: "Failover", SubType.KEY_SHARED: "Key_Shared"}
 
 #: Namespaces whose topics are the broker's own (Apache's system service namespace; the
 #: heartbeat topics live there).

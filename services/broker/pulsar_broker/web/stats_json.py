@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulsar_broker.subscriptions.consumer import SubType
+from pulsar_broker.subscriptions.consumer import SUBSCRIPTION_TYPE_NAMES
 from pulsar_broker.subscriptions.subscription_stats import ConsumerStats, SubscriptionStats
 from pulsar_broker.topics.topic_stats import (
     CompactedLedgerStats,
@@ -22,10 +22,6 @@ from pulsar_broker.topics.topic_stats import (
     PublisherStats,
     TopicStats,
 )
-
-#: Apache's names of the subscription types (SubscriptionStats.type).
-SUBSCRIPTION_TYPE_NAMES = {SubType.EXCLUSIVE: "Exclusive", SubType.SHARED: "Shared",
-                           SubType.FAILOVER: "Failover", SubType.KEY_SHARED: "Key_Shared"}
 
 
 def topic(stats: TopicStats | NonPersistentTopicStats) -> dict[str, Any]:
