@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import pulsar
 import pytest
 from pulsar_broker import testing as broker_testing
 
@@ -72,9 +73,23 @@ class Admin:
     def create_subscription(self, topic: str, name: str) -> None:
         self.ok("PUT", f"/admin/v2/{_topic_path(topic)}/subscription/{name}")
 
+    @staticmethod
+    def topic_policy_path(topic: str, policy: str) -> str:
+        """The REST path of one of a topic's topic-level policies."""
+        return f"/admin/v2/{_topic_path(topic)}/{policy}"
+
 
 def _topic_path(topic: str) -> str:
     return topic.replace("://", "/")
+
+
+@pytest.fixture
+def quick_client(standalone: broker_testing.StandaloneProcess) -> Iterator[pulsar.Client]:
+    """A client that gives up on a refused subscription after 2 s instead of 30."""
+    c = pulsar.Client(standalone.service_url, operation_timeout_seconds=2,
+                      logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    yield c
+    c.close()
 
 
 @pytest.fixture

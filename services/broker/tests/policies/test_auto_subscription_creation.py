@@ -18,14 +18,6 @@ LEDGER = ml_config.ManagedLedgerConfig()
 REFUSED = (pulsar.SubscriptionNotFound, pulsar.Timeout)
 
 
-@pytest.fixture
-def quick_client(standalone):
-    """A client that gives up on a refused subscription after 2 s instead of 30."""
-    c = pulsar.Client(standalone.service_url, operation_timeout_seconds=2,
-                      logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
-    yield c
-    c.close()
-
 
 @pytest.mark.parametrize(("broker_allows", "stored", "expected"), [
     (True, None, True),

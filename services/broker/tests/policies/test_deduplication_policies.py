@@ -10,10 +10,6 @@ from pulsar_common.testing import wait_until
 DEDUP_CURSOR = "pulsar.dedup"
 
 
-def _topic_path(topic: str, policy: str) -> str:
-    return f"/admin/v2/{topic.replace('://', '/')}/{policy}"
-
-
 def _send_twice(producer, sequence_id: int) -> tuple[int, int]:
     """The receipt of a resend (the wheel ignores sequence_id=0: ids here are above it)."""
     producer.send(b"m%d" % sequence_id, sequence_id=sequence_id)
@@ -23,7 +19,7 @@ def _send_twice(producer, sequence_id: int) -> tuple[int, int]:
 
 def test_a_topic_policy_turns_deduplication_on_for_that_topic_only(client, admin, namespace):
     own, other = f"persistent://{namespace}/dedup-own", f"persistent://{namespace}/dedup-other"
-    admin.ok("POST", _topic_path(own, "deduplicationEnabled"), True)
+    admin.ok("POST", admin.topic_policy_path(own, "deduplicationEnabled"), True)
     producer = client.create_producer(own, producer_name="p", batching_enabled=False)
     assert _send_twice(producer, 10) == (-1, -1)
     producer.close()

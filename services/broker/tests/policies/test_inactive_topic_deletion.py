@@ -6,7 +6,6 @@ policy's duration is deleted by the broker's periodic check, with no subscriptio
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -14,6 +13,7 @@ from pulsar_broker import config as broker_config
 from pulsar_broker import testing as broker_testing
 from pulsar_broker.managed_ledger import config as ml_config
 from pulsar_broker.topics import inactive_topics, policies
+from pulsar_common.testing import wait_until
 
 NO_SUBSCRIPTIONS = inactive_topics.NO_SUBSCRIPTIONS
 CAUGHT_UP = inactive_topics.SUBSCRIPTIONS_CAUGHT_UP
@@ -96,10 +96,7 @@ def _topics(admin, namespace):
 
 
 def _wait_until_gone(admin, namespace, topic, timeout_s=30.0):
-    deadline = time.monotonic() + timeout_s
-    while topic in _topics(admin, namespace):
-        assert time.monotonic() < deadline, f"{topic} was not deleted"
-        time.sleep(0.2)
+    wait_until(lambda: topic not in _topics(admin, namespace), timeout_s, f"{topic} deleted")
 
 
 def test_a_topic_without_subscriptions_is_deleted_one_with_a_subscription_is_kept(

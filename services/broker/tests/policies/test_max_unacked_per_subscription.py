@@ -5,8 +5,6 @@ it, as Apache's multi-consumer dispatcher does."""
 
 from __future__ import annotations
 
-import time
-
 import hypothesis
 import pulsar
 import pytest
@@ -14,7 +12,9 @@ from hypothesis import strategies as st
 from pulsar_broker import config as broker_config
 from pulsar_broker.managed_ledger import config as ml_config
 from pulsar_broker.subscriptions import unacked_limit
+from pulsar_broker.testing import nothing_more, receive_all
 from pulsar_broker.topics import policies
+from pulsar_common.testing import wait_until
 
 LEDGER = ml_config.ManagedLedgerConfig()
 LIMIT = 10
@@ -74,22 +74,6 @@ def test_the_topic_policy_wins_over_the_namespace_over_the_broker(
 # -- on the official client ---------------------------------------------------------------
 
 
-def _wait_for(condition, timeout_s=10.0):
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.05)
-
-
-def _receive(consumer, count):
-    return [consumer.receive(timeout_millis=10_000) for _ in range(count)]
-
-
-def _nothing_more(consumer):
-    with pytest.raises(pulsar.Timeout):
-        consumer.receive(timeout_millis=1_000)
-
-
 @pytest.mark.parametrize("consumer_type", [pulsar.ConsumerType.Shared,
                                            pulsar.ConsumerType.KeyShared])
 def test_dispatch_stops_at_the_limit_and_resumes_below_half(client, admin, namespace,
@@ -102,21 +86,21 @@ def test_dispatch_stops_at_the_limit_and_resumes_below_half(client, admin, names
     for i in range(30):
         producer.send(f"m{i}".encode())
 
-    held = _receive(consumer, LIMIT)
-    _nothing_more(consumer)
+    held = receive_all(consumer, LIMIT, ack=False)
+    assert nothing_more(consumer, 1_000)
     unacked = lambda: admin.stats(topic)["subscriptions"]["sub"]["unackedMessages"]
     assert unacked() == LIMIT
 
     # Down to half the limit: still blocked.
     for message in held[:LIMIT // 2]:
         consumer.acknowledge(message)
-    _wait_for(lambda: unacked() == LIMIT - LIMIT // 2)
-    _nothing_more(consumer)
+    wait_until(lambda: unacked() == LIMIT - LIMIT // 2, 10, "acks counted")
+    assert nothing_more(consumer, 1_000)
 
     # Below half: dispatch resumes, up to the limit again.
     consumer.acknowledge(held[LIMIT // 2])
-    more = _receive(consumer, LIMIT - (LIMIT - LIMIT // 2 - 1))
-    _nothing_more(consumer)
+    more = receive_all(consumer, LIMIT - (LIMIT - LIMIT // 2 - 1), ack=False)
+    assert nothing_more(consumer, 1_000)
     assert [m.data() for m in held + more] == [f"m{i}".encode() for i in range(LIMIT + len(more))]
     producer.close()
     consumer.close()
@@ -131,9 +115,11 @@ def test_the_limit_holds_for_all_consumers_of_the_subscription_together(client, 
     producer = client.create_producer(topic, batching_enabled=False)
     for i in range(30):
         producer.send(f"m{i}".encode())
-    _wait_for(lambda: admin.stats(topic)["subscriptions"]["sub"]["unackedMessages"] == LIMIT)
-    _wait_for(lambda: sum(c["unackedMessages"] for c in
-                          admin.stats(topic)["subscriptions"]["sub"]["consumers"]) == LIMIT)
+    wait_until(lambda: admin.stats(topic)["subscriptions"]["sub"]["unackedMessages"] == LIMIT,
+               10, "the subscription at its limit")
+    wait_until(lambda: sum(c["unackedMessages"] for c in
+                           admin.stats(topic)["subscriptions"]["sub"]["consumers"]) == LIMIT,
+               10, "the consumers at the subscription's limit")
     assert admin.stats(topic)["subscriptions"]["sub"]["msgBacklog"] == 30
     producer.close()
     for consumer in consumers:

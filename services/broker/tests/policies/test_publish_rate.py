@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from pulsar_broker.topics.publish_rate import PublishRate, PublishRateLimiter
 
 

@@ -17,30 +17,18 @@ PAYLOAD = b"x" * 100
 QUOTA_BYTES = 1000
 
 
-@pytest.fixture
-def quick_client(standalone):
-    """A client that gives up on a refused subscription after 2 s instead of 30."""
-    c = pulsar.Client(standalone.service_url, operation_timeout_seconds=2,
-                      logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
-    yield c
-    c.close()
-
-
-def _topic_path(topic: str, policy: str) -> str:
-    return f"/admin/v2/{topic.replace('://', '/')}/{policy}"
-
 
 def test_a_topic_without_auto_subscription_creation_refuses_a_new_subscription(
         quick_client, admin, namespace):
     admin.set_policy(namespace, "autoSubscriptionCreation",
                      {"allowAutoSubscriptionCreation": True})
     closed, open_ = f"persistent://{namespace}/closed", f"persistent://{namespace}/open"
-    admin.ok("POST", _topic_path(closed, "autoSubscriptionCreation"),
+    admin.ok("POST", admin.topic_policy_path(closed, "autoSubscriptionCreation"),
              {"allowAutoSubscriptionCreation": False})
     with pytest.raises(REFUSED):
         quick_client.subscribe(closed, "new-one")
     quick_client.subscribe(open_, "new-one").close()  # the namespace still allows it
-    admin.ok("DELETE", _topic_path(closed, "autoSubscriptionCreation"))
+    admin.ok("DELETE", admin.topic_policy_path(closed, "autoSubscriptionCreation"))
     quick_client.subscribe(closed, "new-one").close()
 
 
@@ -54,7 +42,7 @@ def test_a_topic_persistence_policy_wins_over_the_namespace(client, admin, names
         "bookkeeperEnsemble": 2, "bookkeeperWriteQuorum": 2, "bookkeeperAckQuorum": 2,
         "managedLedgerMaxMarkDeleteRate": 0})
     topic = f"persistent://{namespace}/own-quorums-{created_by}"
-    admin.ok("POST", _topic_path(topic, "persistence"), {
+    admin.ok("POST", admin.topic_policy_path(topic, "persistence"), {
         "bookkeeperEnsemble": 1, "bookkeeperWriteQuorum": 1, "bookkeeperAckQuorum": 1,
         "managedLedgerMaxMarkDeleteRate": 0})
     if created_by == "admin":
@@ -68,7 +56,7 @@ def test_a_topic_persistence_policy_wins_over_the_namespace(client, admin, names
 
 def test_a_topic_backlog_quota_refuses_producers_of_that_topic_only(client, admin, namespace):
     topic, other = f"persistent://{namespace}/quota", f"persistent://{namespace}/no-quota"
-    admin.ok("POST", _topic_path(topic, "backlogQuota"),
+    admin.ok("POST", admin.topic_policy_path(topic, "backlogQuota"),
              {"limitSize": QUOTA_BYTES, "policy": "producer_exception"})
     for name in (topic, other):
         admin.create_subscription(name, "slow")
@@ -79,5 +67,5 @@ def test_a_topic_backlog_quota_refuses_producers_of_that_topic_only(client, admi
     with pytest.raises(pulsar.ProducerBlockedQuotaExceededException):
         client.create_producer(topic)
     client.create_producer(other).send(PAYLOAD)
-    admin.ok("DELETE", _topic_path(topic, "backlogQuota"))
+    admin.ok("DELETE", admin.topic_policy_path(topic, "backlogQuota"))
     client.create_producer(topic).send(PAYLOAD)
