@@ -19,7 +19,7 @@ from aiohttp import web
 from pulsar_common import naming
 
 from pulsar_broker import errors
-from pulsar_broker.web import rest
+from pulsar_broker.web import rest, topic_properties
 
 routes = web.RouteTableDef()
 
@@ -83,10 +83,11 @@ async def remove_property(request: web.Request) -> web.Response:
 async def set_properties(request: web.Request) -> web.Response:
     """Adds or replaces the keys of the JSON object body; other keys stay."""
     body = await rest.body_json(request)
-    if not isinstance(body, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in body.items()):
+    if body is None:
         raise errors.InvalidRequestError("Properties must be a JSON object of strings")
-    await _change(request, lambda p: _properties(p).update(body))
+    # Read as the topic routes read theirs (Apache's Map<String, String>: scalars as text).
+    given = topic_properties.properties_body(body)
+    await _change(request, lambda p: _properties(p).update(given))
     return rest.no_content()
 
 

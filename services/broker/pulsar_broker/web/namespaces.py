@@ -530,20 +530,26 @@ def backlog_quota_type(request: web.Request) -> str:
     return quota_type
 
 
-@routes.post(NS + "/backlogQuota")
-async def set_backlog_quota(request: web.Request) -> web.Response:
-    quota_type = backlog_quota_type(request)
-    body = await rest.body_json(request)
+def backlog_quota(body: Any) -> dict[str, Any]:
+    """A BacklogQuota body (namespace or topic level): limitSize (bytes, or the older
+    `limit`), limitTime (seconds), each -1 for no limit, and the policy applied past it."""
     if not isinstance(body, dict):
         raise errors.InvalidRequestError("Backlog quota must be a JSON object")
     size: Any = body.get("limitSize", body.get("limit", -1))
     quota = {"limitSize": rest.java_int(size, "limitSize", rest.JAVA_LONG_MAX),
              "limitTime": rest.java_int(body.get("limitTime", -1), "limitTime"),
-             "policy": str(body.get("policy", "producer_request_hold"))}
+             "policy": str(body.get("policy", broker_config.BACKLOG_QUOTA_POLICIES[0]))}
     if quota["policy"] not in broker_config.BACKLOG_QUOTA_POLICIES:
         raise errors.InvalidRequestError(
             f"Invalid backlog quota policy {quota['policy']!r}: must be one of "
             + ", ".join(broker_config.BACKLOG_QUOTA_POLICIES))
+    return quota
+
+
+@routes.post(NS + "/backlogQuota")
+async def set_backlog_quota(request: web.Request) -> web.Response:
+    quota_type = backlog_quota_type(request)
+    quota = backlog_quota(await rest.body_json(request))
 
     def change(policies: dict[str, Any]) -> None:
         policies.setdefault("backlog_quota_map", {})

@@ -231,22 +231,6 @@ async def remove_delayed_delivery(request: web.Request) -> web.Response:
     return await _update(request, change)
 
 
-def _backlog_quota(body: Any) -> dict[str, Any]:
-    """A BacklogQuota body: limitSize (bytes, or the older `limit`), limitTime (seconds), each
-    -1 for no limit, and the policy applied past it."""
-    if not isinstance(body, dict):
-        raise errors.InvalidRequestError("Backlog quota must be a JSON object")
-    size: Any = body.get("limitSize", body.get("limit", -1))
-    quota = {"limitSize": rest.java_int(size, "limitSize", rest.JAVA_LONG_MAX),
-             "limitTime": rest.java_int(body.get("limitTime", -1), "limitTime"),
-             "policy": str(body.get("policy", policies.HOLD))}
-    if quota["policy"] not in broker_config.BACKLOG_QUOTA_POLICIES:
-        raise errors.InvalidRequestError(
-            f"Invalid backlog quota policy {quota['policy']!r}: must be one of "
-            + ", ".join(broker_config.BACKLOG_QUOTA_POLICIES))
-    return quota
-
-
 # Backlog quotas: one per type in TopicPolicies' backLogQuotaMap; GET answers the map ({} when
 # the topic has none), as Apache.
 
@@ -261,7 +245,7 @@ async def get_backlog_quota_map(request: web.Request) -> web.Response:
 @routes.post(TOPIC + "/backlogQuota")
 async def set_backlog_quota(request: web.Request) -> web.Response:
     quota_type = namespaces.backlog_quota_type(request)
-    quota = _backlog_quota(await rest.body_json(request))
+    quota = namespaces.backlog_quota(await rest.body_json(request))
 
     def change(stored: dict[str, Any]) -> None:
         stored[policies.TOPIC_BACKLOG_QUOTAS] = {

@@ -14,7 +14,9 @@ from pulsar_client_tools.admin import client, output
 PROPERTY_PREFIX = "x-pulsar-property-"
 
 
-def _properties(headers: dict[str, str]) -> dict[str, str]:
+def header_properties(headers: dict[str, str]) -> dict[str, str]:
+    """A peeked message's properties: the X-Pulsar-PROPERTY JSON header keeps the keys' case,
+    which the per-key headers lose to HTTP's case-insensitive names."""
     lowered = {k.lower(): v for k, v in headers.items()}
     if "x-pulsar-property" in lowered:
         parsed = json.loads(lowered["x-pulsar-property"])
@@ -50,7 +52,7 @@ def _print_reply(reply: client.Reply, count: int | None) -> int:
     publish_time = headers.get("x-pulsar-publish-time", "")
     in_batch = headers.get("x-pulsar-num-batch-message")
     if in_batch is None:
-        _print_one(f"Message ID: {message_id}", publish_time, _properties(reply.headers),
+        _print_one(f"Message ID: {message_id}", publish_time, header_properties(reply.headers),
                    reply.body)
         return 1
     from pulsar_common.wire import batch  # Only reading batches needs protobuf.

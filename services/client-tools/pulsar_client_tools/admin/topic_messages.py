@@ -13,7 +13,7 @@ import datetime
 import json
 from typing import Any
 
-from pulsar_client_tools.admin import client, output, units
+from pulsar_client_tools.admin import client, output, peek, units
 from pulsar_client_tools.admin.common import Group, topic_name, topic_path
 
 
@@ -23,15 +23,6 @@ def _time_ms(header: str | None) -> int:
         return 0
     moment = datetime.datetime.fromisoformat(header)
     return round(moment.timestamp() * 1000)
-
-
-def _header_properties(headers: dict[str, str]) -> dict[str, str]:
-    """The message's properties: the X-Pulsar-PROPERTY JSON header keeps the keys' case,
-    which the per-key headers lose to HTTP's case-insensitive names."""
-    if "x-pulsar-property" in headers:
-        return {str(k): str(v) for k, v in json.loads(headers["x-pulsar-property"]).items()}
-    prefix = "x-pulsar-property-"
-    return {k[len(prefix):]: v for k, v in headers.items() if k.startswith(prefix)}
 
 
 def _examine(admin: client.AdminClient, args: argparse.Namespace) -> None:
@@ -45,7 +36,7 @@ def _examine(admin: client.AdminClient, args: argparse.Namespace) -> None:
     if in_batch is None:
         print(f"Message ID: {message_id}")
         payload = reply.body
-        properties = _header_properties(headers)
+        properties = peek.header_properties(headers)
         event_time_ms = _time_ms(headers.get("x-pulsar-event-time"))
     else:
         from pulsar_common.wire import batch  # Only reading batches needs protobuf.

@@ -53,14 +53,6 @@ def _retention(args: argparse.Namespace) -> dict[str, int]:
             "retentionSizeInMB": size if size < 0 else size // ONE_MB}
 
 
-
-
-
-
-
-
-
-
 def _set_backlog_quota(admin: client.AdminClient, args: argparse.Namespace) -> None:
     body = {"limitSize": units.size_bytes(args.limit) if args.limit else -1,
             "limitTime": units.seconds(args.limit_time) if args.limit_time else -1,
@@ -87,8 +79,6 @@ def _policy(group: Group, suffix: str, path: str, noun: str, setter: Run,
     group.command(f"remove-{suffix}", f"Remove the {noun} of a topic",
                   _remove(path)).add_argument("topic")
     return made
-
-
 
 
 #: suffix -> (REST path, noun, (short, long) flag of the value); the GETs of max consumers per
