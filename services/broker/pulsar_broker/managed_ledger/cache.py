@@ -61,7 +61,15 @@ class EntryCache:
         if self._size_bytes + size > self.limit_bytes:
             self._make_room(size)
         self._entries[key] = entry
-        self._index.setdefault(ledger_name, {}).setdefault(ledger_id, set()).add(entry_id)
+        # On every cached add: look up before making containers (setdefault would build a
+        # dict and a set each time).
+        ledgers = self._index.get(ledger_name)
+        if ledgers is None:
+            ledgers = self._index[ledger_name] = {}
+        ids = ledgers.get(ledger_id)
+        if ids is None:
+            ids = ledgers[ledger_id] = set()
+        ids.add(entry_id)
         self._size_bytes += size
         self.inserted_entries += 1
 

@@ -252,8 +252,8 @@ class Handlers:
             self.cnx.write(replies.send_error(request.producer_id, request.sequence_id,
                                               pb.MetadataError, f"Invalid message: {exc}"))
             return
-        if (handle.topic.policies.encryption_required and not metadata.encryption_keys
-                and isinstance(handle.topic, PersistentTopic) and not handle.topic.system):
+        if (isinstance(handle.topic, PersistentTopic) and handle.topic.refuses_unencrypted()
+                and not metadata.encryption_keys):
             # As Apache: refused with MetadataError; the broker never reads the payload.
             log.warning("refused an unencrypted SEND from %s to %s: encryption is required",
                         self.cnx.remote_address, handle.topic)

@@ -116,6 +116,8 @@ class PersistentTopic:
         #: Told of every entry added (the add-entry latency and size statistics of /metrics).
         self._recorder = recorder
         self.deduplication: deduplication.MessageDeduplication | None = None
+        #: Bumped by every switch of deduplication on or off: the last one wins.
+        self._deduplication_switches = 0
         #: The namespace's policies as they apply here (kept current by the PolicyEnforcer).
         self.policies = policies.TopicPolicies()
         self._publish_limiter: publish_rate.PublishRateLimiter | None = None
@@ -482,14 +484,17 @@ class PersistentTopic:
         checked against them."""
         if self.deduplication is not None:
             return
+        self._deduplication_switches += 1
+        switch = self._deduplication_switches
         loaded = deduplication.MessageDeduplication(self.ledger)
         await loaded.load()
-        if self.deduplication is None:
+        if switch == self._deduplication_switches:  # not switched off (or on again) meanwhile
             self.deduplication = loaded
 
     async def disable_deduplication(self) -> None:
         """Deduplication off: its ids are forgotten and its cursor deleted, as Apache's
         broker does, so the cursor no longer holds ledgers back from trimming."""
+        self._deduplication_switches += 1
         self.deduplication = None
         if any(cursor.name == deduplication.CURSOR_NAME for cursor in self.ledger.cursors):
             try:
