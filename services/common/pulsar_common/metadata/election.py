@@ -38,26 +38,31 @@ class StoreLeaderElection:
         return self._stat is not None
 
     async def acquire(self, value: bytes, timeout_s: float | None = None) -> bool:
-        """Become leader publishing value; wait up to timeout_s (forever when None)."""
+        """Become leader publishing value; wait up to timeout_s (forever when None).
+
+        The timeout bounds only the wait for another leader's key to go, never the create:
+        a create cancelled after the store made the key would leave our own ephemeral key
+        behind, unknown to us, and every candidate (us included) would wait for it forever."""
         if self.is_leader:
             return True
-        try:
-            async with asyncio.timeout(timeout_s):
-                while not await self._try_once(value):
-                    pass
-        except TimeoutError:
-            return False
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout_s is None else loop.time() + timeout_s
+        while not await self._try_once(value, deadline):
+            if deadline is not None and loop.time() >= deadline:
+                return False
         return True
 
-    async def _try_once(self, value: bytes) -> bool:
-        """One attempt: create the key, or wait until the current leader's key is deleted."""
+    async def _try_once(self, value: bytes, deadline: float | None) -> bool:
+        """One attempt: create the key, or wait (until deadline) for the leader's to go."""
         watch = self._store.watch(self._path)
         try:
             try:
                 stat = await self._store.put(
                     self._path, value, api.VERSION_ABSENT, ephemeral=True)
             except errors.AlreadyExistsError:
-                await _wait_for_deletion(watch)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout_at(deadline):
+                        await _wait_for_deletion(watch)
                 return False
         finally:
             await watch.close()

@@ -162,6 +162,24 @@ async def test_second_candidate_leads_after_the_leader_session_ends(open_store, 
     await wait_for(lambda: not first.is_leader)
 
 
+async def test_a_create_answered_after_the_acquire_timeout_still_makes_a_leader(open_store):
+    # The store makes the key, then answers late (a busy etcd): giving up mid-create would
+    # leave our own ephemeral key behind, unknown to us, and nobody could ever lead.
+    one = await open_store()
+    real_put = one.put
+
+    async def late_put(*args, **kwargs):
+        stat = await real_put(*args, **kwargs)
+        await asyncio.sleep(0.3)
+        return stat
+
+    one.put = late_put
+    election = one.leader_election("/leader")
+    assert await election.acquire(b"one", timeout_s=0.05)
+    assert election.is_leader
+    assert await election.leader_value() == b"one"
+
+
 async def test_next_id_is_unique_and_increasing_across_sessions(open_store):
     one, two = await open_store(), await open_store()
 
