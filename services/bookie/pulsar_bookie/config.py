@@ -70,6 +70,16 @@ class BookieConfig:
     journalMaxSizeMB: int = config.setting(
         "journalMaxSizeMB", 2048, "Size after which a new journal file is started"
     )
+    journalResidentEntryMinBytes: int = config.setting(
+        "journalResidentEntryMinBytes", -1,
+        "Entries at least this large (bytes) are not copied to an entry log at a flush: the "
+        "index points at their journal record, and journal files holding such entries are "
+        "kept until garbage collection reclaims them (their ledgers deleted, or the entries "
+        "moved to an entry log by compaction); 0: every entry is copied (BookKeeper's way); "
+        "-1: 32768 when every journal directory is on the ledger directories' filesystem "
+        "(one disk takes both writes), else 0 (a separate journal disk is sized for the "
+        "journal only)"
+    )
 
     # Entry logs, caches and the index (DbLedgerStorage).
     entryLogSizeLimit: int = config.setting(
@@ -269,6 +279,8 @@ class BookieConfig:
         ):
             if getattr(self, key) <= 0:
                 problems.append(f"{key} must be positive")
+        if self.journalResidentEntryMinBytes < -1:
+            problems.append("journalResidentEntryMinBytes must be >= -1")
         if self.journalMaxGroupWaitMSec < 0 or self.dbStorage_readAheadCacheMaxSizeMb < 0:
             problems.append(
                 "journalMaxGroupWaitMSec and dbStorage_readAheadCacheMaxSizeMb must be >= 0"

@@ -24,6 +24,7 @@ import contextlib
 import dataclasses
 import enum
 import logging
+import os
 import pathlib
 import time
 import typing
@@ -79,6 +80,29 @@ class EngineStats:
     replayed_records: int
 
 
+#: journalResidentEntryMinBytes when it is -1 and the journals share the ledgers' filesystem.
+RESIDENT_ENTRY_MIN_BYTES_SHARED_DISK = 32 * 1024
+
+
+def _filesystem(path: pathlib.Path) -> int:
+    """The device of the filesystem that holds (or will hold) the path."""
+    for candidate in (path, *path.absolute().parents):
+        with contextlib.suppress(FileNotFoundError):
+            return os.stat(candidate).st_dev
+    return -1
+
+
+def resident_entry_min_bytes(conf: bookie_config.BookieConfig) -> int:
+    """journalResidentEntryMinBytes in effect (-1 decided by where the directories are)."""
+    if conf.journalResidentEntryMinBytes >= 0:
+        return conf.journalResidentEntryMinBytes
+    ledger_filesystems = {_filesystem(pathlib.Path(d)) for d in conf.ledgerDirectories}
+    journal_filesystems = {_filesystem(pathlib.Path(d)) for d in conf.journal_dirs}
+    if journal_filesystems <= ledger_filesystems:
+        return RESIDENT_ENTRY_MIN_BYTES_SHARED_DISK
+    return 0
+
+
 def journal_settings(conf: bookie_config.BookieConfig) -> journal.JournalSettings:
     return journal.JournalSettings(
         sync_data=conf.journalSyncData,
@@ -89,6 +113,7 @@ def journal_settings(conf: bookie_config.BookieConfig) -> journal.JournalSetting
         adaptive_group_wait=conf.journalAdaptiveGroupWrites,
         queue_size=conf.journalQueueSize,
         max_file_size=conf.journalMaxSizeMB * bookie_config.MB,
+        resident_min_bytes=resident_entry_min_bytes(conf),
     )
 
 
@@ -119,8 +144,12 @@ class LedgerStorageEngine(api.LedgerStorage):
         self._write_cache = write_cache.WriteCache(conf.write_cache_max_bytes)
         self._read_cache = read_cache.ReadCache(conf.read_cache_max_bytes)
         self._logger = entry_log.EntryLogger(
-            [d / "current" for d in self._ledger_dirs], conf.entryLogSizeLimit
+            [d / "current" for d in self._ledger_dirs],
+            conf.entryLogSizeLimit,
+            [j.directory for j in self._journals],
         )
+        #: Each journal's last checkpointed mark: files from its file on may still be replayed.
+        self._marks: dict[int, journal.LogMark] = {}
         self._index: index.LedgerIndex | None = None
         self._reader: entry_reader.EntryReader | None = None
         self._flush_thread = concurrent.futures.ThreadPoolExecutor(
@@ -181,6 +210,7 @@ class LedgerStorageEngine(api.LedgerStorage):
         self._ledgers = ledger_index.load_ledgers()
         self._usage = ledger_index.load_log_usage()
         marks = ledger_index.load_marks()
+        self._marks = dict(marks)
         self._logger.start()
         replayer = recovery.Replayer(
             self._ledgers, self._write_cache, self._replay_flush, ledger_index.delete_ledger
@@ -488,6 +518,7 @@ class LedgerStorageEngine(api.LedgerStorage):
                     half,
                     snapshot,
                     marks,
+                    self._take_resident(marks),
                 )
             except BaseException:
                 self._undo_swap(half, snapshot)
@@ -496,8 +527,35 @@ class LedgerStorageEngine(api.LedgerStorage):
             self._flushes += 1
             self._flushed_entries += written
             self._cache_room.set()
+            self._marks = marks
             for n, j in enumerate(self._journals):
-                j.delete_files_before(marks[n].file_id)
+                j.delete_files_before(marks[n].file_id, self._journal_files_in_use(n))
+
+    def _take_resident(
+        self, marks: dict[int, journal.LogMark]
+    ) -> dict[tuple[int, int], entry_log.Location]:
+        """Locations of the large entries each journal wrote before its new mark: the flush
+        points the index at them instead of copying them (journalResidentEntryMinBytes)."""
+        resident: dict[tuple[int, int], entry_log.Location] = {}
+        for n, j in enumerate(self._journals):
+            for key, (file_id, offset, size) in j.take_resident(marks[n]):
+                if (
+                    n < entry_log.JOURNALS_MAX
+                    and file_id <= entry_log.JOURNAL_FILE_ID_MAX
+                    and offset + size <= 0xFFFFFFFF
+                ):
+                    log_id = entry_log.journal_log_id(n, file_id)
+                    resident[key] = entry_log.Location(log_id, offset, size)
+        return resident
+
+    def _journal_files_in_use(self, journal_number: int) -> frozenset[int]:
+        """Files of this journal that hold entries the index points at."""
+        return frozenset(
+            entry_log.split_journal_log_id(log_id)[1]
+            for log_id in self._usage
+            if entry_log.is_journal_log(log_id)
+            and entry_log.split_journal_log_id(log_id)[0] == journal_number
+        )
 
     def _undo_swap(
         self, half: write_cache.WriteCacheHalf, snapshot: dict[int, index.LedgerInfo]
@@ -531,6 +589,7 @@ class LedgerStorageEngine(api.LedgerStorage):
                 self._usage,
                 existing,
                 compaction_threshold,
+                {n: mark.file_id for n, mark in self._marks.items()},
             )
         self._gc_runs += 1
         return result

@@ -6,6 +6,13 @@ flush/compaction thread) appends; any thread reads by location. Readers hold a
 reference on the file while reading, so garbage collection can delete a log
 without pulling it from under a read: a reader that finds its log gone looks
 the location up again.
+
+A location may also name a journal file: entries of at least
+journalResidentEntryMinBytes are not copied to an entry log at a flush, the
+index points at their journal record instead (see engine.py). Such log ids
+have JOURNAL_LOG_BIT set, the journal's number in the bits below it and the
+journal file's id in the low bits; they are read, scanned and deleted here
+like entry logs, and counted in the same usage for garbage collection.
 """
 
 from __future__ import annotations
@@ -27,6 +34,27 @@ FILE_HEADER = struct.Struct("<8sQ")
 LOCATION = struct.Struct("<III")
 #: Entry log files kept open for reading at once.
 OPEN_LOGS_MAX = 256
+#: Set in the log id of a location in a journal file.
+JOURNAL_LOG_BIT = 1 << 31
+_JOURNAL_NUMBER_SHIFT = 24
+#: Journal files (per journal) and journals that locations can name.
+JOURNAL_FILE_ID_MAX = (1 << _JOURNAL_NUMBER_SHIFT) - 1
+JOURNALS_MAX = 1 << (31 - _JOURNAL_NUMBER_SHIFT)
+
+
+def journal_log_id(journal_number: int, file_id: int) -> int:
+    """The log id by which locations name a journal file."""
+    assert 0 <= journal_number < JOURNALS_MAX and 0 < file_id <= JOURNAL_FILE_ID_MAX
+    return JOURNAL_LOG_BIT | (journal_number << _JOURNAL_NUMBER_SHIFT) | file_id
+
+
+def is_journal_log(log_id: int) -> bool:
+    return bool(log_id & JOURNAL_LOG_BIT)
+
+
+def split_journal_log_id(log_id: int) -> tuple[int, int]:
+    """(journal number, journal file id) of a journal log id."""
+    return (log_id & ~JOURNAL_LOG_BIT) >> _JOURNAL_NUMBER_SHIFT, log_id & JOURNAL_FILE_ID_MAX
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,8 +89,14 @@ LedgerUsage = dict[int, dict[int, int]]
 
 
 class EntryLogger:
-    def __init__(self, directories: list[pathlib.Path], size_limit: int) -> None:
+    def __init__(
+        self,
+        directories: list[pathlib.Path],
+        size_limit: int,
+        journal_directories: list[pathlib.Path] | None = None,
+    ) -> None:
         self.directories = directories
+        self.journal_directories = journal_directories or []
         self.size_limit = size_limit
         self._lock = threading.Lock()
         self._readers: dict[int, _ReadHandle] = {}
@@ -74,9 +108,13 @@ class EntryLogger:
     # ----- files -----
 
     def path(self, log_id: int) -> pathlib.Path:
+        if is_journal_log(log_id):
+            number, file_id = split_journal_log_id(log_id)
+            return journal.file_path(self.journal_directories[number], file_id)
         return self.directories[log_id % len(self.directories)] / f"{log_id:x}{SUFFIX}"
 
     def log_ids(self) -> list[int]:
+        """The entry logs on disk (journal files are not listed)."""
         ids = []
         for directory in self.directories:
             for path in directory.glob("*" + SUFFIX):
@@ -199,14 +237,16 @@ class EntryLogger:
             self._release(handle)
 
     def scan(self, log_id: int) -> Iterator[tuple[Location, bytes]]:
-        """Every valid record of a log: (location, body), for compaction."""
+        """Every valid record of a log: (location, body), for compaction (a journal file's
+        bodies are journal record bodies: `records.decode_stored_entry` reads both)."""
         handle = self._acquire(log_id)
+        start = 0 if is_journal_log(log_id) else FILE_HEADER.size
         try:
-            if os.fstat(handle.fd).st_size <= FILE_HEADER.size:
+            if os.fstat(handle.fd).st_size <= start:
                 return
             with mmap.mmap(handle.fd, 0, access=mmap.ACCESS_READ) as data:
                 result = records.ScanResult()
-                for offset, body in records.scan(data, FILE_HEADER.size, result):
+                for offset, body in records.scan(data, start, result):
                     yield Location(log_id, offset, records.HEADER_SIZE + len(body)), body
         finally:
             self._release(handle)

@@ -7,12 +7,19 @@ are appended to the current entry log and synced, the index is repointed in
 one synced batch, and only then is the old log deleted. Entry log files that
 the index knows nothing of (a crash before their first flush completed) are
 removed too.
+
+Journal files that hold entries the index points at (journalResidentEntryMinBytes)
+are collected the same way, from their usage: deleted once their entries'
+ledgers are all deleted, compacted (the live entries copied to an entry log)
+below the threshold. Only files wholly before their journal's checkpoint mark
+are candidates; later ones may still be replayed.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 
 from pulsar_bookie.storage import checkpoint, entry_log, index, records
@@ -43,19 +50,30 @@ def collect(
     usage: dict[int, dict[int, int]],
     existing: AbstractSet[int],
     compaction_threshold: float,
+    journal_floors: Mapping[int, int] | None = None,
 ) -> GcResult:
+    """`journal_floors`: per journal, the file id of its checkpoint mark (journal files from
+    that one on are never touched)."""
     deleted: list[int] = []
     compacted: list[int] = []
     reclaimed = 0
     current = logger.current_log_id
-    for log_id in logger.log_ids():
-        if log_id >= current:
-            continue
+    floors = journal_floors or {}
+    candidates = [log_id for log_id in logger.log_ids() if log_id < current]
+    for log_id in sorted(usage):
+        if entry_log.is_journal_log(log_id):
+            number, file_id = entry_log.split_journal_log_id(log_id)
+            if file_id < floors.get(number, 0):
+                candidates.append(log_id)
+    for log_id in candidates:
         per_ledger = usage.get(log_id)
         ratio = 0.0 if per_ledger is None else live_ratio(per_ledger, existing)
         if ratio > 0.0 and ratio >= compaction_threshold:
             continue
-        size = logger.path(log_id).stat().st_size
+        try:
+            size = logger.path(log_id).stat().st_size
+        except FileNotFoundError:
+            size = 0
         if ratio > 0.0:
             _compact(logger, ledger_index, usage, log_id, existing)
             compacted.append(log_id)
@@ -87,8 +105,12 @@ def _compact(
         checkpoint.merge_usage(usage, added)
         touched_logs.update(added)
 
+    in_journal = entry_log.is_journal_log(log_id)
     for location, body in logger.scan(log_id):
-        ledger, entry, lac, payload = records.decode_entry_body(body)
+        decoded = records.decode_stored_entry(body, in_journal)
+        if decoded is None:
+            continue
+        ledger, entry, lac, payload = decoded
         if ledger in existing and ledger_index.get_location(ledger, entry) == location:
             chunk.append((ledger, entry, lac, payload))
             chunk_bytes += len(payload)

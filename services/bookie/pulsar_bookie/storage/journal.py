@@ -25,6 +25,13 @@ an add would otherwise cost, which were most of an unbatched add's latency.
 Either way at most journalQueueSize records wait; further appends wait for
 room.
 
+An add record of at least journalResidentEntryMinBytes has its place (file id,
+offset, size) noted once it is written (and synced): the next checkpoint takes
+these places (`take_resident`) and points the index at the journal record
+instead of copying the entry to an entry log. Files holding such entries are
+kept past the checkpoint (`delete_files_before`'s `keep`) until garbage
+collection finds their entries' ledgers deleted or moves the entries.
+
 A "log mark" (file id, offset) names a position. `request_mark` returns the
 position just after every record appended before the call; once those records
 are persisted elsewhere (entry logs + index), the journal is only needed from
@@ -92,6 +99,9 @@ class JournalSettings:
     adaptive_group_wait: bool = True
     queue_size: int = 10000
     max_file_size: int = 2048 * 1024 * 1024
+    #: journalResidentEntryMinBytes: adds at least this large (record bytes) have their
+    #: place noted for `take_resident`; 0 notes none.
+    resident_min_bytes: int = 0
 
 
 @dataclasses.dataclass
@@ -110,8 +120,15 @@ class JournalStats:
 _Item = tuple[tuple[bytes, ...], int, "asyncio.Future[object]", float]
 #: Anything a record is appended as: its bytes, or the buffers that make it up in order.
 Record = bytes | records.Parts
+#: Where a record is: (file id, offset, record size).
+Place = tuple[int, int, int]
 #: Buffers per writev call (the kernel's IOV_MAX).
 IOV_MAX = os.sysconf("SC_IOV_MAX")
+
+
+def file_path(directory: pathlib.Path, file_id: int) -> pathlib.Path:
+    """Where a journal keeps the file of this id."""
+    return directory / f"{file_id:016x}{SUFFIX}"
 
 
 def fsync_directory(path: pathlib.Path) -> None:
@@ -164,6 +181,10 @@ class Journal:
         self._busy = False
         #: Called on the event loop each time a batch fails (the journal is `failed` then).
         self.on_failure: Callable[[BaseException], None] | None = None
+        #: (ledger, entry) -> place of large adds written since the last `take_resident`,
+        #: in file order (written by the writer, taken by the flush thread).
+        self._resident: dict[tuple[int, int], Place] = {}
+        self._resident_lock = threading.Lock()
 
     # ----- files -----
 
@@ -175,13 +196,14 @@ class Journal:
         return sorted(ids)
 
     def _path(self, file_id: int) -> pathlib.Path:
-        return self.directory / f"{file_id:016x}{SUFFIX}"
+        return file_path(self.directory, file_id)
 
-    def delete_files_before(self, file_id: int) -> int:
-        """Delete journal files wholly before the mark's file; returns how many."""
+    def delete_files_before(self, file_id: int, keep: frozenset[int] = frozenset()) -> int:
+        """Delete journal files wholly before the mark's file, except those in `keep` (they
+        hold entries the index points at); returns how many."""
         removed = 0
         for old in self.file_ids():
-            if old < file_id and old != self._file_id:
+            if old < file_id and old != self._file_id and old not in keep:
                 self._path(old).unlink(missing_ok=True)
                 removed += 1
         return removed
@@ -346,6 +368,19 @@ class Journal:
             self._room_waiters.append(waiter)
             await waiter
 
+    def take_resident(self, mark: LogMark) -> list[tuple[tuple[int, int], Place]]:
+        """The places of the large adds written before the mark ((ledger, entry), place),
+        forgotten here: a checkpoint up to that mark points the index at them."""
+        taken: list[tuple[tuple[int, int], Place]] = []
+        with self._resident_lock:
+            for key, place in self._resident.items():
+                if (place[0], place[1]) >= (mark.file_id, mark.offset):
+                    break
+                taken.append((key, place))
+            for key, _ in taken:
+                del self._resident[key]
+        return taken
+
     def request_mark(self) -> asyncio.Future[object]:
         """A future for the LogMark just after every record queued so far."""
         return self._enqueue((), 0)
@@ -472,9 +507,15 @@ class Journal:
     def _write(self, items: list[_Item]) -> list[tuple[asyncio.Future[object], LogMark]]:
         buffers: list[bytes] = []
         marks = []
+        resident: list[tuple[tuple[int, int], Place]] = []
+        resident_min = self.settings.resident_min_bytes or records.MAX_RECORD_SIZE + 1
         offset = self._file_size
         for parts, record_size, future, _ in items:
             if record_size:
+                if record_size >= resident_min:
+                    ids = records.add_entry_ids(parts[0])
+                    if ids is not None:
+                        resident.append((ids, (self._file_id, offset, record_size)))
                 buffers += parts
                 offset += record_size
             else:
@@ -486,6 +527,12 @@ class Journal:
             os.fdatasync(self._fd)
             self.stats.fsync_seconds += time.perf_counter() - started
             self.stats.fsyncs += 1
+        if resident:
+            with self._resident_lock:
+                for key, place in resident:
+                    # A key written again moves to the end: the dict stays in file order.
+                    self._resident.pop(key, None)
+                    self._resident[key] = place
         self._file_size += size
         self.stats.batches += 1
         self.stats.records += len(items) - len(marks)

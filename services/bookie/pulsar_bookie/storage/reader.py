@@ -146,7 +146,10 @@ class EntryReader:
                         f"entry {ledger_id}:{entry} in entry log {location.log_id:x} fails its checksum"
                     )
                 break
-            stored_ledger, stored_entry, lac, payload = records.decode_entry_body(body)
+            decoded = records.decode_stored_entry(body, entry_log.is_journal_log(location.log_id))
+            if decoded is None:
+                raise errors.BookieError(f"index points {ledger_id}:{entry} at another record")
+            stored_ledger, stored_entry, lac, payload = decoded
             if (stored_ledger, stored_entry) != (ledger_id, entry):
                 raise errors.BookieError(f"index points {ledger_id}:{entry} at another entry")
             if result is None:

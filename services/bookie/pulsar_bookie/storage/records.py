@@ -130,6 +130,31 @@ def decode_entry_body(body: bytes) -> tuple[int, int, int, bytes]:
     return ledger, entry, lac, bytes(body[ENTRY_FIELDS_SIZE:])
 
 
+def decode_stored_entry(body: bytes, in_journal: bool) -> tuple[int, int, int, bytes] | None:
+    """(ledger id, entry id, last add confirmed, payload) of a record body read from an entry
+    log, or from a journal file (an entry kept there); None for a journal record of another type."""
+    if not in_journal:
+        return decode_entry_body(body)
+    if body[0] != RecordType.ADD_ENTRY:
+        return None
+    _, ledger, entry, lac = _TYPED_ENTRY_FIELDS.unpack_from(body)
+    return ledger, entry, lac, bytes(body[_TYPED_ENTRY_FIELDS.size :])
+
+
+_ADD_IDS = struct.Struct("<qq")
+
+
+def add_entry_ids(head: bytes) -> tuple[int, int] | None:
+    """(ledger id, entry id) from the head of a framed record (`Parts[0]`), None unless an add."""
+    if (
+        len(head) < HEADER_SIZE + _TYPED_ENTRY_FIELDS.size
+        or head[HEADER_SIZE] != RecordType.ADD_ENTRY
+    ):
+        return None
+    ledger, entry = _ADD_IDS.unpack_from(head, HEADER_SIZE + 1)
+    return ledger, entry
+
+
 def check_record(data: Readable, offset: int = 0) -> bytes | None:
     """The body of the record at offset if it is whole and its checksum holds, else None."""
     if len(data) - offset < HEADER_SIZE:

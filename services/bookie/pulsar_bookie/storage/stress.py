@@ -50,6 +50,8 @@ def stress_config(data_dir: pathlib.Path, **overrides: object) -> bookie_config.
         "gcWaitTime": 200,
         "majorCompactionInterval": 1,
         "majorCompactionThreshold": 0.5,
+        # About half of the entries (1..4096 bytes) stay in the journal files.
+        "journalResidentEntryMinBytes": 2048,
     }
     settings.update(overrides)
     return bookie_config.BookieConfig(**settings)  # type: ignore[arg-type]

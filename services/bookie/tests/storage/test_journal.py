@@ -69,8 +69,10 @@ async def test_a_small_journal_queue_bounds_every_batch(make_conf: MakeConf) -> 
 async def test_journal_files_before_the_checkpoint_are_deleted(
     make_conf: MakeConf, tmp_path: pathlib.Path
 ) -> None:
+    # Every entry copied to entry logs (large ones would stay in the journal: test_resident).
     bookie = engine.LedgerStorageEngine(
-        make_conf(journalMaxSizeMB=1, dbStorage_writeCacheMaxSizeMb=64)
+        make_conf(journalMaxSizeMB=1, dbStorage_writeCacheMaxSizeMb=64,
+                  journalResidentEntryMinBytes=0)
     )
     await bookie.start()
     payload = b"p" * 60_000
