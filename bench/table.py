@@ -118,10 +118,12 @@ CPU_ROWS = (
 #: a client near 100% bounds the rate whatever the broker does (no goal; printed to tell).
 BUSY_ROWS = (
     ("client busy % (batched produce)", "batched_produce_client_busy"),
+    ("client's send thread busy % (batched produce)", "batched_produce_client_thread_busy"),
     ("broker busy % (batched produce)", "batched_produce_broker_busy"),
     ("client busy % (consume)", "catchup_consume_client_busy"),
     ("broker busy % (consume)", "catchup_consume_broker_busy"),
     ("client busy % (64 KiB produce)", "large_produce_client_busy"),
+    ("client's send thread busy % (64 KiB produce)", "large_produce_client_thread_busy"),
     ("broker busy % (64 KiB produce)", "large_produce_broker_busy"),
 )
 DISK_ROWS = (
@@ -189,6 +191,8 @@ def _workloads(
             figures[f"{name}_client_busy"] = 100 * result["client_cpu_s"] / max(
                 result["seconds"], 1e-9)
             figures[f"{name}_broker_busy"] = 100 * used / max(result["seconds"], 1e-9)
+            figures[f"{name}_client_thread_busy"] = 100 * result.get(
+                "client_thread_cpu_s", 0.0) / max(result["seconds"], 1e-9)
         return result
 
     broker_vs_lite.run_workload(url, "subscribe", topic, seconds, 0, "--subscription", SUBSCRIPTION)
@@ -317,7 +321,7 @@ def _busy_of_best_rounds(rounds: list[Figures]) -> Figures:
     shown: Figures = {}
     for workload, rate_key in _BUSY_RATE_KEYS.items():
         fastest = max(rounds, key=lambda figures: figures.get(rate_key, 0.0))
-        for side in ("client", "broker"):
+        for side in ("client", "client_thread", "broker"):
             key = f"{workload}_{side}_busy"
             if key in fastest:
                 shown[key] = fastest[key]
