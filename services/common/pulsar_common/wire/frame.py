@@ -279,17 +279,51 @@ class FrameDecoder:
             raise
 
     def _feed(self, data: Buffer) -> list[Frame]:
-        if not self._buffer and isinstance(data, bytes):
-            # Common case: decode straight out of the received (immutable) chunk.
-            frames, used = self._split(data, copy=False)
-            if used < len(data):
-                self._buffer += memoryview(data)[used:]
+        if isinstance(data, bytes):
+            frames: list[Frame] = []
+            view = memoryview(data)
+            if self._buffer:
+                # Complete the buffered frame with only the bytes it lacks, then go on
+                # straight out of the chunk: large frames (which rarely line up with the
+                # socket's chunks) are copied once, not appended whole, copied out and
+                # shifted down.
+                view = self._complete_buffered(view, frames)
+                if self._buffer:
+                    return frames
+            # Decode straight out of the received (immutable) chunk.
+            more, used = self._split(view, copy=False)
+            frames += more
+            if used < len(view):
+                self._buffer += view[used:]
             return frames
         self._buffer += data
         with memoryview(self._buffer) as view:
             frames, used = self._split(view, copy=True)
         del self._buffer[:used]
         return frames
+
+    def _complete_buffered(self, view: memoryview, frames: list[Frame]) -> memoryview:
+        """Move bytes of `view` into the buffer until it holds a whole frame (decoded into
+        `frames`, the buffer then empty) or `view` runs out; returns what is left of it."""
+        buffer = self._buffer
+        if len(buffer) < 4:
+            take = min(4 - len(buffer), len(view))
+            buffer += view[:take]
+            view = view[take:]
+            if len(buffer) < 4:
+                return view
+        total = _U32.unpack_from(buffer, 0)[0]
+        if total > self.max_frame_size:
+            raise errors.FrameTooLargeError(total, self.max_frame_size)
+        need = 4 + total - len(buffer)
+        if len(view) < need:
+            buffer += view
+            return view[len(view):]
+        buffer += view[:need]
+        # The buffer becomes the frame's (nothing writes to it again): no copy out of it.
+        self._buffer = bytearray()
+        frames.append(decode_frame(memoryview(buffer)[4:]))
+        return view[need:]
 
     def _split(self, data: Buffer, *, copy: bool) -> tuple[list[Frame], int]:
         view = memoryview(data)
