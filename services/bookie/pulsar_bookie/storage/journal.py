@@ -14,7 +14,10 @@ soon as nothing else is waiting. The group wait is adaptive
 ended); a lone add, such as the next one of a producer that waits for each
 acknowledgement, is written and synced at once, since no company is coming
 for it to wait for. Records that arrive during a sync form the next batch
-either way.
+either way. A batch that is full does not leave behind records already
+queued: up to SYNC_GROUP_MAX_BATCHES batches' worth share its sync (a deep
+queue of large adds then costs one fdatasync per few MB rather than per
+journalBufferedWritesThreshold).
 
 With journalSyncData off there is no sync to share or wait for, and so no
 group wait and no writer thread: the event loop itself writes all records
@@ -120,6 +123,9 @@ class JournalStats:
 _Item = tuple[tuple[bytes, ...], int, "asyncio.Future[object]", float]
 #: Anything a record is appended as: its bytes, or the buffers that make it up in order.
 Record = bytes | records.Parts
+#: Most batches' worth (journalBufferedWritesThreshold bytes or journalBufferedEntriesThreshold
+#: records each) of already queued records that one write and fdatasync takes.
+SYNC_GROUP_MAX_BATCHES = 4
 #: Where a record is: (file id, offset, record size).
 Place = tuple[int, int, int]
 #: Buffers per writev call (the kernel's IOV_MAX).
@@ -491,6 +497,15 @@ class Journal:
                 items.append(item)
                 size += item[1]
             if len(items) >= settings.max_batch_records or size >= settings.max_batch_bytes:
+                # Full. Records already queued behind it would wait for a sync of their own:
+                # they join this one (never waiting for more), as BookKeeper's force-write
+                # thread syncs all that was written meanwhile with one call.
+                most_records = settings.max_batch_records * SYNC_GROUP_MAX_BATCHES
+                most_bytes = settings.max_batch_bytes * SYNC_GROUP_MAX_BATCHES
+                while queue and len(items) < most_records and size < most_bytes:
+                    item = queue.popleft()
+                    items.append(item)
+                    size += item[1]
                 return items
             if self._stopping or (settings.flush_when_queue_empty and not queue):
                 return items

@@ -241,3 +241,21 @@ async def test_an_add_journals_its_payload_object_itself_not_a_copy(make_conf: M
     assert any(buffer is payload for buffer in written)
     assert (await bookie.read_entry(1, 0)).payload == payload
     await bookie.close()
+
+
+async def test_records_queued_behind_a_full_batch_share_its_sync(make_conf: MakeConf) -> None:
+    bookie = engine.LedgerStorageEngine(make_conf(journalBufferedWritesThreshold=64 * 1024))
+    await bookie.start()
+    before = bookie.stats().journal_fsyncs
+    payload = b"q" * 60_000
+    await asyncio.gather(*(bookie.add_entry(1, e, e - 1, payload, KEY) for e in range(64)))
+    # 3.8 MB: 60 syncs at one per 64 KiB batch; grouped, at most 4 batches' worth per sync.
+    syncs = bookie.stats().journal_fsyncs - before
+    assert syncs <= 64 * 60_000 // (4 * 64 * 1024) + 3, syncs
+    await _check_all(bookie, payload)
+    await bookie.close()
+
+
+async def _check_all(bookie: engine.LedgerStorageEngine, payload: bytes) -> None:
+    for e in range(64):
+        assert (await bookie.read_entry(1, e)).payload == payload

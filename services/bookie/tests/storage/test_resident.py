@@ -9,6 +9,7 @@ import pathlib
 
 import pytest
 
+from pulsar_bookie import config as bookie_config
 from pulsar_bookie.storage import engine, entry_log
 
 from .conftest import KEY, MakeConf, freeze_as_crashed, journal_files, restore_crashed
@@ -38,6 +39,12 @@ async def _check(bookie: engine.LedgerStorageEngine, ledger: int, entries: range
         assert stored.last_add_confirmed == e - 1
 
 
+def _conf(make_conf: MakeConf, **overrides: object) -> bookie_config.BookieConfig:
+    """Journal files of about 1 MB (batches of at most 4 x 128 KB, so files roll often)."""
+    return make_conf(journalMaxSizeMB=1, dbStorage_writeCacheMaxSizeMb=64,
+                     journalBufferedWritesThreshold=128 * 1024, **overrides)
+
+
 def _journal_logs(bookie: engine.LedgerStorageEngine) -> list[int]:
     return [log_id for log_id in bookie._usage if entry_log.is_journal_log(log_id)]
 
@@ -45,8 +52,7 @@ def _journal_logs(bookie: engine.LedgerStorageEngine) -> list[int]:
 async def test_large_entries_are_written_once_and_read_from_the_journal(
     make_conf: MakeConf, tmp_path: pathlib.Path
 ) -> None:
-    conf = make_conf(journalMaxSizeMB=1, dbStorage_writeCacheMaxSizeMb=64,
-                     journalResidentEntryMinBytes=32 * 1024)
+    conf = _conf(make_conf, journalResidentEntryMinBytes=32 * 1024)
     bookie = engine.LedgerStorageEngine(conf)
     await bookie.start()
     for start in range(0, 60, 20):  # three rounds, so the journal rolls over a few files
@@ -72,7 +78,7 @@ async def test_large_entries_are_written_once_and_read_from_the_journal(
 async def test_journal_files_of_deleted_ledgers_are_reclaimed(
     make_conf: MakeConf, tmp_path: pathlib.Path
 ) -> None:
-    conf = make_conf(journalMaxSizeMB=1, dbStorage_writeCacheMaxSizeMb=64)
+    conf = _conf(make_conf)
     bookie = engine.LedgerStorageEngine(conf)
     await bookie.start()
     await _add(bookie, 1, range(60), large=True)
@@ -101,7 +107,7 @@ async def test_journal_files_of_deleted_ledgers_are_reclaimed(
 async def test_compaction_moves_live_entries_out_of_journal_files(
     make_conf: MakeConf, tmp_path: pathlib.Path
 ) -> None:
-    conf = make_conf(journalMaxSizeMB=1, dbStorage_writeCacheMaxSizeMb=64)
+    conf = _conf(make_conf)
     bookie = engine.LedgerStorageEngine(conf)
     await bookie.start()
     # Ledger 1 (live) shares every journal file with ten times as much of ledger 3 (deleted).
@@ -127,7 +133,7 @@ async def test_compaction_moves_live_entries_out_of_journal_files(
 async def test_a_crash_after_a_checkpoint_loses_no_resident_entry(
     make_conf: MakeConf, tmp_path: pathlib.Path
 ) -> None:
-    conf = make_conf(journalMaxSizeMB=1, dbStorage_writeCacheMaxSizeMb=64)
+    conf = _conf(make_conf)
     bookie = engine.LedgerStorageEngine(conf)
     await bookie.start()
     await _add(bookie, 1, range(40), large=True)
