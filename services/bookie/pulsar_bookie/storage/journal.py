@@ -102,7 +102,7 @@ class JournalSettings:
     adaptive_group_wait: bool = True
     queue_size: int = 10000
     max_file_size: int = 2048 * 1024 * 1024
-    #: journalResidentEntryMinBytes: adds at least this large (record bytes) have their
+    #: journalResidentEntryMinBytes: adds whose payload is at least this large have their
     #: place noted for `take_resident`; 0 notes none.
     resident_min_bytes: int = 0
 
@@ -527,7 +527,8 @@ class Journal:
         offset = self._file_size
         for parts, record_size, future, _ in items:
             if record_size:
-                if record_size >= resident_min:
+                # An add's parts are its head and its payload (other records are one part).
+                if record_size >= resident_min and len(parts[-1]) >= resident_min:
                     ids = records.add_entry_ids(parts[0])
                     if ids is not None:
                         resident.append((ids, (self._file_id, offset, record_size)))

@@ -161,3 +161,17 @@ def test_the_default_keeps_large_entries_in_the_journal_only_on_the_ledgers_disk
     separate = make_conf(journalDirectory=str(shm / f"journal-{os.getpid()}-{tmp_path.name}"))
     assert engine.resident_entry_min_bytes(separate) == 0
     assert engine.resident_entry_min_bytes(make_conf(journalResidentEntryMinBytes=100)) == 100
+
+
+async def test_the_threshold_is_on_the_payload_size(make_conf: MakeConf) -> None:
+    bookie = engine.LedgerStorageEngine(_conf(make_conf, journalResidentEntryMinBytes=1000))
+    await bookie.start()
+    await bookie.add_entry(1, 0, -1, b"b" * 999, KEY)
+    await bookie.flush()
+    assert _journal_logs(bookie) == []  # copied to an entry log
+    await bookie.add_entry(1, 1, 0, b"a" * 1000, KEY)
+    await bookie.flush()
+    assert len(_journal_logs(bookie)) == 1
+    assert (await bookie.read_entry(1, 0)).payload == b"b" * 999
+    assert (await bookie.read_entry(1, 1)).payload == b"a" * 1000
+    await bookie.close()
