@@ -39,6 +39,16 @@ async def _check(bookie: engine.LedgerStorageEngine, ledger: int, entries: range
         assert stored.last_add_confirmed == e - 1
 
 
+async def _reopen_and_check(bookie: engine.LedgerStorageEngine, conf: bookie_config.BookieConfig,
+                            ledger: int, entries: range, large: bool) -> None:
+    """Close the engine, start a new one on the same directories, read the entries back."""
+    await bookie.close()
+    reopened = engine.LedgerStorageEngine(conf)
+    await reopened.start()
+    await _check(reopened, ledger, entries, large)
+    await reopened.close()
+
+
 def _conf(make_conf: MakeConf, **overrides: object) -> bookie_config.BookieConfig:
     """Journal files of about 1 MB (batches of at most 4 x 128 KB, so files roll often)."""
     return make_conf(journalMaxSizeMB=1, dbStorage_writeCacheMaxSizeMb=64,
@@ -97,11 +107,7 @@ async def test_journal_files_of_deleted_ledgers_are_reclaimed(
         for log_id in _journal_logs(bookie)
     )
     await _check(bookie, 2, range(60), large=False)
-    await bookie.close()
-    bookie = engine.LedgerStorageEngine(conf)
-    await bookie.start()
-    await _check(bookie, 2, range(60), large=False)
-    await bookie.close()
+    await _reopen_and_check(bookie, conf, 2, range(60), large=False)
 
 
 async def test_compaction_moves_live_entries_out_of_journal_files(
@@ -123,11 +129,7 @@ async def test_compaction_moves_live_entries_out_of_journal_files(
     # The live entries were copied to an entry log, then the journal files deleted.
     assert bookie.entry_log_disk_bytes() - logs_before >= len(compacted) * LARGE
     await _check(bookie, 1, range(10), large=True)
-    await bookie.close()
-    bookie = engine.LedgerStorageEngine(conf)
-    await bookie.start()
-    await _check(bookie, 1, range(10), large=True)
-    await bookie.close()
+    await _reopen_and_check(bookie, conf, 1, range(10), large=True)
 
 
 async def test_a_crash_after_a_checkpoint_loses_no_resident_entry(
