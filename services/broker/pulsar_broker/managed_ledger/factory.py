@@ -58,6 +58,18 @@ class ManagedLedgerFactoryImpl:
             raise errors.ManagedLedgerClosedError("the managed ledger factory is shut down")
         metadata.ledger_path(name)
         opened = self._ledgers.get(name)
+        while opened is not None and opened.closing:
+            # An unload's close and a reconnect's open crossed: the closing instance takes no
+            # adds, so wait until it has sealed its ledger and flushed its cursors, then open
+            # anew (as Apache's factory drops a ledger from its map once it is closed).
+            try:
+                await opened.close()
+            except Exception as exc:  # noqa: BLE001 - whatever failed in its close
+                # Forgotten all the same (see ManagedLedgerImpl._close): open afresh.
+                log.warning("%s: its close failed (%s); opening it anew", name, exc)
+            opened = self._ledgers.get(name)
+            if self._shut_down:
+                raise errors.ManagedLedgerClosedError("the managed ledger factory is shut down")
         if opened is not None:
             return opened
         task = self._opening.get(name)

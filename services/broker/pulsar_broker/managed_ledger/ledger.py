@@ -91,6 +91,7 @@ class ManagedLedgerImpl:
         self._state = State.OPEN
         self._fence_reason = ""
         self._refusing_adds: type[errors.ManagedLedgerError] | None = None
+        self._closing: asyncio.Future[None] | None = None
         self._last_confirmed = api.Position(-1, -1)
         self._entry_waiters: set[asyncio.Future[None]] = set()
         self._background: set[asyncio.Task[None]] = set()
@@ -261,25 +262,40 @@ class ManagedLedgerImpl:
         self._pipeline.fail_queued(
             errors.ManagedLedgerFencedError(f"{self._name} is fenced: {reason}"))
 
+    @property
+    def closing(self) -> bool:
+        """Whether close() has started (this instance takes no more adds, whatever comes)."""
+        return self._closing is not None
+
     async def close(self) -> None:
-        """Flush cursors, seal the current ledger and release everything; idempotent."""
-        if self._state in (State.CLOSED, State.DELETED):
-            return
+        """Flush cursors, seal the current ledger and release everything; idempotent, and
+        calls made while a close is under way return once that close is done."""
+        if self._closing is None:
+            if self._state in (State.CLOSED, State.DELETED):
+                return
+            self._closing = asyncio.ensure_future(self._close())
+        await asyncio.shield(self._closing)
+
+    async def _close(self) -> None:
         self._refusing_adds = errors.ManagedLedgerClosedError
-        await self.wait_idle()
-        fenced = self._state is State.FENCED
-        self._state = State.CLOSED
-        # A fenced instance must not overwrite the new owner's cursor records.
-        await self._cursors.close_all(flush=not fenced)
-        self.wake_readers()
-        self._trimmer.cancel()
-        for task in self._background:
-            task.cancel()
-        if self._list.current is not None and not fenced:
-            await self._retire(self._list.current, entries=-1)
-        await self._reader.close()
-        if self._on_close is not None:
-            self._on_close(self)
+        try:
+            await self.wait_idle()
+            fenced = self._state is State.FENCED
+            self._state = State.CLOSED
+            # A fenced instance must not overwrite the new owner's cursor records.
+            await self._cursors.close_all(flush=not fenced)
+            self.wake_readers()
+            self._trimmer.cancel()
+            for task in self._background:
+                task.cancel()
+            if self._list.current is not None and not fenced:
+                await self._retire(self._list.current, entries=-1)
+            await self._reader.close()
+        finally:
+            # Even a close that failed half-way leaves this instance refusing adds: the
+            # factory forgets it, so that the next open starts afresh.
+            if self._on_close is not None:
+                self._on_close(self)
 
     async def delete(self) -> None:
         """Delete the metadata (ledger list and cursors) and then every ledger."""

@@ -315,3 +315,27 @@ async def test_adds_waiting_for_a_rollover_fail_cleanly_when_metadata_is_unavail
         await asyncio.wait_for(ml.add_entry(b"needs a new ledger"), WAIT_S)
     assert not ml.is_fenced
     assert ml.number_of_entries == 2
+
+
+async def test_opening_while_a_close_is_under_way_waits_for_it_and_opens_anew(stack: Any) -> None:
+    """An unload's close and a reconnect's open can cross: the open must not hand out the
+    closing instance (it refuses adds), but a fresh one once the close has sealed its ledger
+    and flushed its cursors."""
+    ml = await stack.factory.open(NAME)
+    cursor = await ml.open_cursor("sub", api.InitialPosition.EARLIEST)
+    first = await add_many(ml, 3)
+    await cursor.mark_delete(first[1])
+    closing = asyncio.ensure_future(ml.close())
+    await asyncio.sleep(0)  # the close has started
+    reopened = await stack.factory.open(NAME)
+    assert closing.done()
+    assert reopened is not ml
+    position = await reopened.add_entry(b"after")
+    assert position.ledger_id != first[0].ledger_id  # the old ledger was sealed
+    cursor = await reopened.open_cursor("sub", api.InitialPosition.EARLIEST)
+    assert cursor.mark_delete_position == first[1]
+    # Concurrent closes share one: both return once it is done.
+    closes = [asyncio.ensure_future(reopened.close()) for _ in range(2)]
+    await asyncio.sleep(0)
+    await asyncio.gather(*closes)
+    assert stack.factory.get(NAME) is None
