@@ -54,7 +54,7 @@ from pulsar_broker.web import broker_http
 
 log = logging.getLogger(__name__)
 
-STANDALONE_NAMESPACES = ("public/default", "pulsar/system")
+STANDALONE_NAMESPACES = ("public/default", naming.SYSTEM_NAMESPACE)
 #: What --wipe-data deletes: the standalone's own directories under --data-dir, nothing else.
 WIPED_SUBDIRECTORIES = ("metadata", "bookkeeper", "functions")
 

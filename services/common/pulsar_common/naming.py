@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from pulsar_common import errors
 
+#: The namespace of the brokers' own topics (heartbeats; Apache's system namespace).
+SYSTEM_NAMESPACE = "pulsar/system"
 PARTITION_SUFFIX = "-partition-"
 _PARTITION_RE = re.compile(r"^(.*)-partition-(\d+)$")
 _NAME_RE = re.compile(r"^[-=:.\w]+$")

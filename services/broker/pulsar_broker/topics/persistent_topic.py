@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 
 #: Namespaces whose topics are the broker's own (Apache's system service namespace; the
 #: heartbeat topics live there).
-SYSTEM_NAMESPACES = frozenset({"pulsar/system"})
+SYSTEM_NAMESPACES = frozenset({naming.SYSTEM_NAMESPACE})
 #: Local names of Apache's system topics (topic policies' events, transaction state).
 SYSTEM_TOPIC_NAMES = frozenset({"__change_events", "__transaction_buffer_snapshot",
                                 "__transaction_buffer_snapshot_segments",

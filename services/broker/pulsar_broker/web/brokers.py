@@ -26,7 +26,7 @@ from pulsar_broker.web import broker_stats, rest
 
 routes = web.RouteTableDef()
 
-HEARTBEAT_NAMESPACE = "pulsar/system"
+HEARTBEAT_NAMESPACE = naming.SYSTEM_NAMESPACE
 #: Longest a health check may take before it is reported as failed.
 HEALTH_CHECK_TIMEOUT_S = 30.0
 
