@@ -41,7 +41,7 @@ def flush_half(
     batch = index.FlushBatch(ledgers=dict(ledgers), marks=dict(marks))
     if entries:
         to_log = entries
-        kept: entry_log.LedgerUsage = {}
+        in_journal: entry_log.LedgerUsage = {}
         if resident:
             to_log = []
             for entry in entries:
@@ -50,7 +50,7 @@ def flush_half(
                     to_log.append(entry)
                     continue
                 batch.locations.append((entry[0], entry[1], location))
-                per_ledger = kept.setdefault(location.log_id, {})
+                per_ledger = in_journal.setdefault(location.log_id, {})
                 per_ledger[entry[0]] = per_ledger.get(entry[0], 0) + location.size
         added: entry_log.LedgerUsage = {}
         if to_log:
@@ -58,7 +58,7 @@ def flush_half(
             logger.sync()
             batch.locations += [(e[0], e[1], loc) for e, loc in zip(to_log, locations)]
         merge_usage(usage, added)
-        merge_usage(usage, kept)
-        batch.log_usage = {log_id: dict(usage[log_id]) for log_id in (*added, *kept)}
+        merge_usage(usage, in_journal)
+        batch.log_usage = {log_id: dict(usage[log_id]) for log_id in (*added, *in_journal)}
     ledger_index.commit(batch)
     return len(entries)

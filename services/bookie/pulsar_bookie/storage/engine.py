@@ -550,12 +550,9 @@ class LedgerStorageEngine(api.LedgerStorage):
 
     def _journal_files_in_use(self, journal_number: int) -> frozenset[int]:
         """Files of this journal that hold entries the index points at."""
-        return frozenset(
-            entry_log.split_journal_log_id(log_id)[1]
-            for log_id in self._usage
-            if entry_log.is_journal_log(log_id)
-            and entry_log.split_journal_log_id(log_id)[0] == journal_number
-        )
+        places = (entry_log.split_journal_log_id(log_id)
+                  for log_id in self._usage if entry_log.is_journal_log(log_id))
+        return frozenset(file_id for number, file_id in places if number == journal_number)
 
     def _undo_swap(
         self, half: write_cache.WriteCacheHalf, snapshot: dict[int, index.LedgerInfo]

@@ -70,10 +70,7 @@ def collect(
         ratio = 0.0 if per_ledger is None else live_ratio(per_ledger, existing)
         if ratio > 0.0 and ratio >= compaction_threshold:
             continue
-        try:
-            size = logger.path(log_id).stat().st_size
-        except FileNotFoundError:
-            size = 0
+        size = logger.path(log_id).stat().st_size
         if ratio > 0.0:
             _compact(logger, ledger_index, usage, log_id, existing)
             compacted.append(log_id)

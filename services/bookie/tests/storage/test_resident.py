@@ -102,7 +102,7 @@ async def test_journal_files_of_deleted_ledgers_are_reclaimed(
     assert len(journal_logs) >= 3 and result.reclaimed_bytes >= 50 * LARGE
     # The checkpoint's own file (and later ones) stay: a restart may replay them.
     assert 1 <= len(journal_files(tmp_path)) <= kept - len(journal_logs)
-    assert _journal_logs(bookie) == [] or all(
+    assert all(
         entry_log.split_journal_log_id(log_id)[1] >= bookie._marks[0].file_id
         for log_id in _journal_logs(bookie)
     )

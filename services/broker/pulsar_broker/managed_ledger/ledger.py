@@ -271,8 +271,6 @@ class ManagedLedgerImpl:
         """Flush cursors, seal the current ledger and release everything; idempotent, and
         calls made while a close is under way return once that close is done."""
         if self._closing is None:
-            if self._state in (State.CLOSED, State.DELETED):
-                return
             self._closing = asyncio.ensure_future(self._close())
         await asyncio.shield(self._closing)
 
