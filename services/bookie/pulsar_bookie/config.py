@@ -70,6 +70,13 @@ class BookieConfig:
     journalMaxSizeMB: int = config.setting(
         "journalMaxSizeMB", 2048, "Size after which a new journal file is started"
     )
+    journalDirectWrites: bool = config.setting(
+        "journalDirectWrites", True,
+        "With journalSyncData on, write journal files with O_DIRECT from an aligned buffer "
+        "(padded to 4096 bytes, the last partial block written again with the next batch), "
+        "so that journal writes neither copy into nor grow the page cache; a filesystem that "
+        "refuses O_DIRECT (tmpfs) gets ordinary writes. false: ordinary (page cache) writes"
+    )
     journalResidentEntryMinBytes: int = config.setting(
         "journalResidentEntryMinBytes", -1,
         "Entries at least this large (bytes) are not copied to an entry log at a flush: the "

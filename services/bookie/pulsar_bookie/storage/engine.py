@@ -114,6 +114,7 @@ def journal_settings(conf: bookie_config.BookieConfig) -> journal.JournalSetting
         queue_size=conf.journalQueueSize,
         max_file_size=conf.journalMaxSizeMB * bookie_config.MB,
         resident_min_bytes=resident_entry_min_bytes(conf),
+        direct_writes=conf.journalDirectWrites,
     )
 
 

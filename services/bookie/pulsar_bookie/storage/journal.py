@@ -19,6 +19,17 @@ queued: up to SYNC_GROUP_MAX_BATCHES batches' worth share its sync (a deep
 queue of large adds then costs one fdatasync per few MB rather than per
 journalBufferedWritesThreshold).
 
+With journalSyncData on, files are written with O_DIRECT (journalDirectWrites,
+on by default): the batch's buffers are copied into one page-aligned staging
+buffer behind the bytes of the file's last, partly filled block and written
+in whole blocks of records.DIRECT_WRITE_ALIGNMENT bytes, the last one padded
+with zeros (a scan takes zeros there for the end of the records) and written
+again, extended, by the next batch. Journal bytes are read back only by replay
+and by reads of entries kept in the journal, so caching them is of little use,
+and a buffered write's copy into newly allocated page cache was most of the
+journal thread's time (bench/README.md). A filesystem that refuses O_DIRECT
+(tmpfs) gets ordinary writes.
+
 With journalSyncData off there is no sync to share or wait for, and so no
 group wait and no writer thread: the event loop itself writes all records
 queued during one loop iteration with one `writev` (to the page cache) and
@@ -105,6 +116,8 @@ class JournalSettings:
     #: journalResidentEntryMinBytes: adds whose payload is at least this large have their
     #: place noted for `take_resident`; 0 notes none.
     resident_min_bytes: int = 0
+    #: journalDirectWrites: with sync_data, files are written with O_DIRECT (module doc).
+    direct_writes: bool = True
 
 
 @dataclasses.dataclass
@@ -130,6 +143,10 @@ SYNC_GROUP_MAX_BATCHES = 4
 Place = tuple[int, int, int]
 #: Buffers per writev call (the kernel's IOV_MAX).
 IOV_MAX = os.sysconf("SC_IOV_MAX")
+#: The aligned buffer direct writes go through: a sync group's worth (SYNC_GROUP_MAX_BATCHES
+#: x journalBufferedWritesThreshold's default) plus room; a larger batch goes through it in turns.
+DIRECT_WRITE_BUFFER_BYTES = 4 * 1024 * 1024
+_ZEROS = bytes(records.DIRECT_WRITE_ALIGNMENT)
 
 
 def file_path(directory: pathlib.Path, file_id: int) -> pathlib.Path:
@@ -191,6 +208,12 @@ class Journal:
         #: in file order (written by the writer, taken by the flush thread).
         self._resident: dict[tuple[int, int], Place] = {}
         self._resident_lock = threading.Lock()
+        #: Whether the current file is written with O_DIRECT, through `_staging` (page
+        #: aligned, made on first use); `_tail` holds the bytes of the file's last, partly
+        #: filled block, written again at the start of the next batch.
+        self._direct = False
+        self._staging: mmap.mmap | None = None
+        self._tail = b""
 
     # ----- files -----
 
@@ -254,7 +277,21 @@ class Journal:
         self._thread.start()
 
     def _open_file(self, file_id: int) -> None:
-        fd = os.open(self._path(file_id), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        path = self._path(file_id)
+        direct = self.settings.direct_writes and self.settings.sync_data
+        fd = -1
+        if direct:
+            try:
+                # No O_APPEND: with it Linux writes at the end whatever offset pwrite names.
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_DIRECT, 0o644)
+            except OSError as exc:
+                if exc.errno != errno.EINVAL:
+                    raise
+                log.info("journal %s: the filesystem refuses O_DIRECT; writing through the "
+                         "page cache", self.directory)
+                direct = False
+        if not direct:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             fsync_directory(self.directory)
         except BaseException:
@@ -262,7 +299,10 @@ class Journal:
             raise
         if self._fd >= 0:
             os.close(self._fd)
+        if direct and self._staging is None:
+            self._staging = mmap.mmap(-1, DIRECT_WRITE_BUFFER_BYTES)
         self._fd, self._file_id, self._file_size = fd, file_id, 0
+        self._direct, self._tail = direct, b""
 
     async def close(self) -> None:
         """Write and sync what is queued, then stop the thread and close the file."""
@@ -537,7 +577,10 @@ class Journal:
             else:
                 marks.append((future, LogMark(self._file_id, offset)))
         size = offset - self._file_size
-        write_all(self._fd, buffers)
+        if not self._direct:
+            write_all(self._fd, buffers)
+        elif size:
+            self._write_direct(buffers)
         if self.settings.sync_data and size:
             started = time.perf_counter()
             os.fdatasync(self._fd)
@@ -557,3 +600,46 @@ class Journal:
             os.fsync(self._fd)
             self._open_file(self._file_id + 1)
         return marks
+
+    def _write_direct(self, buffers: Sequence[bytes]) -> None:
+        """Write the buffers after the file's last record with O_DIRECT: copied behind the
+        tail (the last block's bytes already written) into the staging buffer and written in
+        whole blocks, the last one padded with zeros (the next batch writes it again).
+
+        A block written again holds the same bytes up to the old end, so a write torn by a
+        crash leaves the records acknowledged before it as they were.
+        """
+        staging = self._staging
+        assert staging is not None
+        capacity = len(staging)
+        tail = self._tail
+        position = self._file_size - len(tail)
+        filled = len(tail)
+        staging[:filled] = tail
+        for buffer in buffers:
+            with memoryview(buffer) as view:
+                taken, size = 0, len(view)
+                while taken < size:
+                    step = min(capacity - filled, size - taken)
+                    staging[filled : filled + step] = view[taken : taken + step]
+                    filled += step
+                    taken += step
+                    if filled == capacity:
+                        self._pwrite_all(capacity, position)
+                        position += capacity
+                        filled = 0
+        alignment = records.DIRECT_WRITE_ALIGNMENT
+        whole = filled - filled % alignment
+        padded = whole if whole == filled else whole + alignment
+        staging[filled:padded] = _ZEROS[: padded - filled]
+        if padded:
+            self._pwrite_all(padded, position)
+        self._tail = staging[whole:filled]
+
+    def _pwrite_all(self, size: int, position: int) -> None:
+        """Write staging[:size] at position (whole blocks), going on after a short write."""
+        assert self._staging is not None
+        with memoryview(self._staging) as view:
+            done = 0
+            while done < size:
+                done += os.pwrite(self._fd, view[done:size], position + done)

@@ -169,6 +169,17 @@ def check_record(data: Readable, offset: int = 0) -> bytes | None:
     return body
 
 
+#: Journal files written with O_DIRECT are written in whole blocks of this many bytes: the
+#: last one is padded with zeros, which a scan takes as the end of the records, not a tear.
+DIRECT_WRITE_ALIGNMENT = 4096
+
+
+def is_padding(data: Readable, offset: int) -> bool:
+    """Whether data[offset:] is the zero padding of a direct write's last block."""
+    rest = len(data) - offset
+    return 0 < rest < DIRECT_WRITE_ALIGNMENT and bytes(data[offset:]).count(0) == rest
+
+
 @dataclasses.dataclass
 class ScanResult:
     #: Offset just past the last valid record: where a torn tail starts.
@@ -183,7 +194,7 @@ def scan(data: Readable, start: int, result: ScanResult) -> Iterator[tuple[int, 
     while offset < len(data):
         body = check_record(data, offset)
         if body is None:
-            result.torn = True
+            result.torn = not is_padding(data, offset)
             return
         yield offset, body
         offset += HEADER_SIZE + len(body)

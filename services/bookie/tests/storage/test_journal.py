@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import errno
+import logging
 import os
 import pathlib
 import threading
@@ -93,7 +95,8 @@ async def test_journal_files_before_the_checkpoint_are_deleted(
 async def _crash_with_entries(
     make_conf: MakeConf, tmp_path: pathlib.Path, count: int
 ) -> pathlib.Path:
-    """Ten acknowledged adds only in the journal, then a simulated crash; returns the journal file."""
+    """Acknowledged adds only in the journal, then a simulated crash; returns the journal
+    file, cut to end at its last record (without a direct write's zero padding)."""
     bookie = engine.LedgerStorageEngine(make_conf())
     await bookie.start()
     for e in range(count):
@@ -101,7 +104,17 @@ async def _crash_with_entries(
     frozen = freeze_as_crashed(tmp_path)
     await bookie.close()
     restore_crashed(tmp_path, frozen)
-    return journal_files(tmp_path)[-1]
+    path = journal_files(tmp_path)[-1]
+    _truncate(path, _records_end(path))
+    return path
+
+
+def _records_end(path: pathlib.Path) -> int:
+    result = records.ScanResult()
+    for _ in records.scan(path.read_bytes(), 0, result):
+        pass
+    assert not result.torn
+    return result.valid_end
 
 
 def _truncate(path: pathlib.Path, size: int) -> None:
@@ -225,7 +238,8 @@ def test_write_all_writes_every_buffer_in_order_across_iov_max_and_short_writes(
 
 
 async def test_an_add_journals_its_payload_object_itself_not_a_copy(make_conf: MakeConf) -> None:
-    bookie = engine.LedgerStorageEngine(make_conf())
+    # Through the page cache (direct writes copy into their aligned buffer by design).
+    bookie = engine.LedgerStorageEngine(make_conf(journalDirectWrites=False))
     await bookie.start()
     written: list[object] = []
     real_write_all = journal.write_all
@@ -259,3 +273,63 @@ async def test_records_queued_behind_a_full_batch_share_its_sync(make_conf: Make
 async def _check_all(bookie: engine.LedgerStorageEngine, payload: bytes) -> None:
     for e in range(64):
         assert (await bookie.read_entry(1, e)).payload == payload
+
+
+_DIRECT_SIZES = [1, 300, 4000, 4100, 150_000, 7, 65_536 - 30, 8192, 12]
+
+
+async def test_direct_writes_replay_every_record_and_their_padding_is_no_torn_tail(
+    make_conf: MakeConf, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A small staging buffer, so that the 150 KB entry goes through it in turns.
+    monkeypatch.setattr(journal, "DIRECT_WRITE_BUFFER_BYTES", 64 * 1024)
+    bookie = engine.LedgerStorageEngine(make_conf())
+    await bookie.start()
+    payloads = {e: os.urandom(size) for e, size in enumerate(_DIRECT_SIZES)}
+    for e, payload in payloads.items():
+        # One batch each: every batch starts by writing the previous one's last block again.
+        await bookie.add_entry(1, e, e - 1, payload, KEY)
+    more = {e: os.urandom(1 + e * 997 % 20_000) for e in range(len(payloads), 60)}
+    await asyncio.gather(*(bookie.add_entry(1, e, e - 1, p, KEY) for e, p in more.items()))
+    payloads |= more
+    frozen = freeze_as_crashed(tmp_path)
+    await bookie.close()
+    restore_crashed(tmp_path, frozen)
+    path = journal_files(tmp_path)[-1]
+    size = path.stat().st_size
+    # Written in whole blocks: the last one padded past the last record.
+    assert size % records.DIRECT_WRITE_ALIGNMENT == 0
+    assert _records_end(path) < size
+
+    bookie = engine.LedgerStorageEngine(make_conf())
+    with caplog.at_level(logging.WARNING, logger=journal.__name__):
+        await bookie.start()
+    assert "torn tail" not in caplog.text  # the padding is not taken for one
+    for e, payload in payloads.items():
+        assert (await bookie.read_entry(1, e)).payload == payload
+    assert bookie.stats().replayed_records >= len(payloads)
+    await bookie.close()
+
+
+async def test_a_filesystem_refusing_o_direct_gets_page_cache_writes(
+    make_conf: MakeConf, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_open = os.open
+
+    def refusing_open(path: str, flags: int, mode: int = 0o777) -> int:
+        if flags & os.O_DIRECT:
+            raise OSError(errno.EINVAL, "Invalid argument", path)
+        return real_open(path, flags, mode)
+
+    monkeypatch.setattr(journal.os, "open", refusing_open)
+    bookie = engine.LedgerStorageEngine(make_conf())
+    await bookie.start()
+    await asyncio.gather(*(bookie.add_entry(1, e, e - 1, b"y" * 333, KEY) for e in range(30)))
+    path = journal_files(tmp_path)[-1]
+    assert path.stat().st_size == _records_end(path)  # appended, no padding
+    await bookie.close()
+    bookie = engine.LedgerStorageEngine(make_conf())
+    await bookie.start()
+    assert (await bookie.read_entry(1, 29)).payload == b"y" * 333
+    await bookie.close()
