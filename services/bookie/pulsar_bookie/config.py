@@ -75,7 +75,8 @@ class BookieConfig:
         "With journalSyncData on, write journal files with O_DIRECT from an aligned buffer "
         "(padded to 4096 bytes, the last partial block written again with the next batch), "
         "so that journal writes neither copy into nor grow the page cache; a filesystem that "
-        "refuses O_DIRECT (tmpfs) gets ordinary writes. false: ordinary (page cache) writes"
+        "refuses O_DIRECT (tmpfs on older kernels) gets ordinary writes. false: ordinary "
+        "(page cache) writes"
     )
     journalResidentEntryMinBytes: int = config.setting(
         "journalResidentEntryMinBytes", -1,

@@ -2,8 +2,7 @@
 
 Every record is appended here before its add is acknowledged. With
 journalSyncData on, one writer thread per journal takes all records that are
-waiting, writes them with one `writev` (an add's payload is one of its buffers,
-never copied into a batch) and makes them durable with one
+waiting, writes them (see direct writes below) and makes them durable with one
 `fdatasync` (group commit), then wakes their waiters on the event loop with
 one call. The event loop keeps accepting adds while the thread waits for the
 disk. A batch is written when its oldest record has waited
@@ -28,7 +27,9 @@ again, extended, by the next batch. Journal bytes are read back only by replay
 and by reads of entries kept in the journal, so caching them is of little use,
 and a buffered write's copy into newly allocated page cache was most of the
 journal thread's time (bench/README.md). A filesystem that refuses O_DIRECT
-(tmpfs) gets ordinary writes.
+(tmpfs on older kernels) gets ordinary writes, as journalDirectWrites=false
+does: one `writev` over the records' buffers (an add's payload is one of
+them, never copied into a batch).
 
 With journalSyncData off there is no sync to share or wait for, and so no
 group wait and no writer thread: the event loop itself writes all records
