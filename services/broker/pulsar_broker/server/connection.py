@@ -45,14 +45,17 @@ PAUSED_FOR_PENDING_SENDS = "pending-sends"
 PAUSED_FOR_PUBLISH_RATE = "publish-rate"
 
 
-class ServerConnection(asyncio.Protocol):
+class ServerConnection(asyncio.BufferedProtocol):
     def __init__(self, service: BrokerService) -> None:
         self.service = service
         self.config = service.config
         #: The broker's connections over all listeners: its limits and counts.
         self._connections = service.connections
         self._admitted_ip: str | None = None
-        self.decoder = frame.FrameDecoder(self.config.max_message_size + frame.FRAME_HEADER_ROOM)
+        # The transport reads straight into the decoder's buffer: a SEND's entry is copied
+        # once on its way in, from there into the bytes the broker keeps.
+        self.decoder = frame.BufferedFrameDecoder(
+            self.config.max_message_size + frame.FRAME_HEADER_ROOM)
         self.transport: asyncio.Transport | None = None
         self.remote_address = "?"
         self.protocol_version = 0
@@ -94,10 +97,13 @@ class ServerConnection(asyncio.Protocol):
         self.transport.set_write_buffer_limits(high=OUTBOUND_HIGH_WATER_BYTES)
         self._schedule_keepalive()
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.decoder.get_buffer(sizehint)
+
+    def buffer_updated(self, nbytes: int) -> None:
         self._seen_since_ping = True
         try:
-            frames = self.decoder.feed(data)
+            frames = self.decoder.buffer_updated(nbytes)
         except wire_errors.WireError as exc:
             log.warning("closing connection from %s: %s", self.remote_address, exc)
             self.close()

@@ -260,7 +260,7 @@ class Handlers:
             self.cnx.write(replies.send_error(request.producer_id, request.sequence_id,
                                               pb.MetadataError, "Messages must be encrypted"))
             return
-        data = bytes(received.entry)
+        data = frame.entry_bytes(received.entry)
         num_messages = request.num_messages if request.HasField("num_messages") else 1
         highest = request.highest_sequence_id if request.HasField("highest_sequence_id") else -1
         dedup = handle.topic.deduplication

@@ -71,8 +71,10 @@ class Frame:
     match. ``broker_entry_metadata`` holds the raw BrokerEntryMetadata bytes
     when the frame had that section.
 
-    The views may point into the received chunk (no copy on the hot path):
-    take ``bytes(frame.entry)`` to keep an entry beyond handling the frame,
+    From `FrameDecoder` the views may point into the received chunk (no copy
+    on the hot path); from `BufferedFrameDecoder` they are views of bytes of
+    their own. Take ``entry_bytes(frame.entry)`` to keep an entry beyond
+    handling the frame: no copy in the second case, and in the first a copy,
     so a small entry does not pin a whole received chunk in memory.
     """
 
@@ -196,8 +198,10 @@ def _peek_command_type(data: memoryview) -> int | None:
     return None
 
 
-def decode_frame(body: Buffer) -> Frame:
-    """Decode one frame given the bytes after its totalSize field."""
+def decode_frame(body: Buffer, *, own: bool = False) -> Frame:
+    """Decode one frame given the bytes after its totalSize field. `own`: the frame's entry
+    and broker entry metadata are copies (`body` is about to be overwritten), each a view
+    of a whole bytes object of its own (`entry_bytes` hands that object out)."""
     view = body if isinstance(body, memoryview) else memoryview(body)
     if len(view) < 4:
         raise errors.MalformedFrameError(f"frame of {len(view)} bytes has no command size")
@@ -210,10 +214,19 @@ def decode_frame(body: Buffer) -> Frame:
     command = parse_command(view[4:command_end])
     if command_end == len(view):
         return Frame(command)
-    return _decode_payload_sections(command, view[command_end:])
+    return _decode_payload_sections(command, view[command_end:], own)
 
 
-def _decode_payload_sections(command: pb.BaseCommand, rest: memoryview) -> Frame:
+def entry_bytes(entry: memoryview) -> bytes:
+    """The entry as bytes to keep: the bytes object a decoder copied it into, when it spans
+    one (no copy), else a copy (so a small entry does not pin a whole received chunk)."""
+    owner = entry.obj
+    if type(owner) is bytes and len(owner) == entry.nbytes:
+        return owner
+    return bytes(entry)
+
+
+def _decode_payload_sections(command: pb.BaseCommand, rest: memoryview, own: bool) -> Frame:
     size = len(rest)
     pos = 0
     bem: memoryview | None = None
@@ -242,6 +255,9 @@ def _decode_payload_sections(command: pb.BaseCommand, rest: memoryview) -> Frame
             f"metadata size {metadata_size} exceeds the {len(entry) - 4} bytes that follow"
         )
     valid = crc is None or _crc32c.crc32c(entry) == crc
+    if own:
+        entry = memoryview(bytes(entry))
+        bem = None if bem is None else memoryview(bytes(bem))
     return Frame(command, entry.toreadonly(), crc, valid, None if bem is None else bem.toreadonly())
 
 
@@ -341,3 +357,119 @@ class FrameDecoder:
             frames.append(decode_frame(body))
             pos = end
         return frames, pos
+
+
+#: A buffered connection's receive buffer starts this small (an idle or quiet connection
+#: holds no more) and grows to RECEIVE_BUFFER_MAX_BYTES once reads fill it or a frame needs
+#: more; frames up to that size are read into it in place, a larger one into its own.
+RECEIVE_BUFFER_INITIAL_BYTES = 16 * 1024
+RECEIVE_BUFFER_MAX_BYTES = 256 * 1024
+
+
+class BufferedFrameDecoder:
+    """Frames out of a stream read straight into the decoder's own buffer, for an
+    `asyncio.BufferedProtocol`: the transport reads into `get_buffer()`, then
+    `buffer_updated(n)` returns the frames completed by those n bytes.
+
+    The buffer is reused for the next reads, so every frame owns its bytes: the
+    entry is copied out once (`decode_frame(own=True)`), and nothing else is
+    copied between the socket and it (a plain protocol's chunk is itself a copy
+    of what the socket read). When less than a quarter of the buffer is left at
+    its end, the bytes of the incomplete frame are moved to its start. The
+    failure rules are `FrameDecoder`'s.
+    """
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        if max_frame_size < 8:
+            raise ValueError(f"max_frame_size must be at least 8, got {max_frame_size}")
+        self.max_frame_size = max_frame_size
+        self._buffer: memoryview | None = None
+        #: The bytes not yet decoded are _buffer[_start:_end].
+        self._start = 0
+        self._end = 0
+        #: The room the last get_buffer offered, and whether the buffer is to grow.
+        self._offered = 0
+        self._grow = False
+        #: A frame larger than RECEIVE_BUFFER_MAX_BYTES, being read into a buffer of its own.
+        self._large: memoryview | None = None
+        self._large_filled = 0
+        self._failed: errors.WireError | None = None
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes received that do not yet form a whole frame."""
+        return self._large_filled if self._large is not None else self._end - self._start
+
+    @property
+    def buffer_size(self) -> int:
+        """Bytes of the receive buffer (0 before the first read)."""
+        return 0 if self._buffer is None else len(self._buffer)
+
+    def get_buffer(self, sizehint: int = -1) -> memoryview:
+        """Where the next read goes (`sizehint` is ignored: the room is the buffer's)."""
+        if self._large is not None:
+            return self._large[self._large_filled:]
+        buffer = self._buffer
+        if buffer is None:
+            buffer = self._buffer = memoryview(bytearray(RECEIVE_BUFFER_INITIAL_BYTES))
+        if self._grow or len(buffer) - self._end < len(buffer) // 4:
+            pending = self._end - self._start
+            if self._grow:
+                self._grow = False
+                grown = memoryview(bytearray(RECEIVE_BUFFER_MAX_BYTES))
+                grown[:pending] = buffer[self._start : self._end]
+                buffer = self._buffer = grown
+            else:
+                buffer[:pending] = buffer[self._start : self._end]
+            self._start, self._end = 0, pending
+        room = buffer[self._end:]
+        self._offered = len(room)
+        return room
+
+    def buffer_updated(self, nbytes: int) -> list[Frame]:
+        if self._failed is not None:
+            raise errors.MalformedFrameError("stream already failed") from self._failed
+        try:
+            return self._updated(nbytes)
+        except errors.WireError as exc:
+            self._failed = exc
+            self._start = self._end = 0
+            self._large = None
+            raise
+
+    def _updated(self, nbytes: int) -> list[Frame]:
+        if self._large is not None:
+            self._large_filled += nbytes
+            if self._large_filled < len(self._large):
+                return []
+            whole, self._large, self._large_filled = self._large, None, 0
+            return [decode_frame(whole[4:], own=True)]
+        view = self._buffer
+        assert view is not None
+        if nbytes == self._offered and len(view) < RECEIVE_BUFFER_MAX_BYTES:
+            self._grow = True  # reads fill it: more is coming than it holds
+        self._end += nbytes
+        position, end = self._start, self._end
+        frames: list[Frame] = []
+        while end - position >= 4:
+            total = _U32.unpack_from(view, position)[0]
+            if total > self.max_frame_size:
+                raise errors.FrameTooLargeError(total, self.max_frame_size)
+            frame_end = position + 4 + total
+            if frame_end > end:
+                if 4 + total > RECEIVE_BUFFER_MAX_BYTES:
+                    # It cannot fit even at the start of a full-sized buffer: its own.
+                    large = memoryview(bytearray(4 + total))
+                    large[: end - position] = view[position:end]
+                    self._large, self._large_filled = large, end - position
+                    position = end
+                elif 4 + total > len(view):
+                    self._grow = True
+                break
+            frames.append(decode_frame(view[position + 4 : frame_end], own=True))
+            position = frame_end
+        if position == end:
+            self._start = self._end = 0
+        else:
+            self._start = position
+        return frames
