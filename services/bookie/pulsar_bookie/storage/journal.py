@@ -27,9 +27,10 @@ again, extended, by the next batch. Journal bytes are read back only by replay
 and by reads of entries kept in the journal, so caching them is of little use,
 and a buffered write's copy into newly allocated page cache was most of the
 journal thread's time (bench/README.md). A filesystem that refuses O_DIRECT
-(tmpfs on older kernels) gets ordinary writes, as journalDirectWrites=false
-does: one `writev` over the records' buffers (an add's payload is one of
-them, never copied into a batch).
+(at open, or at a new file's first write; tmpfs on older kernels) gets
+ordinary writes, as journalDirectWrites=false does: one `writev` over the
+records' buffers (an add's payload is one of them, never copied into a
+batch).
 
 With journalSyncData off there is no sync to share or wait for, and so no
 group wait and no writer thread: the event loop itself writes all records
@@ -578,10 +579,12 @@ class Journal:
             else:
                 marks.append((future, LogMark(self._file_id, offset)))
         size = offset - self._file_size
-        if not self._direct:
-            write_all(self._fd, buffers)
-        elif size:
+        if self._direct and size and self._file_size == 0:
+            self._write_first_direct(buffers)
+        elif self._direct and size:
             self._write_direct(buffers)
+        elif not self._direct:
+            write_all(self._fd, buffers)
         if self.settings.sync_data and size:
             started = time.perf_counter()
             os.fdatasync(self._fd)
@@ -601,6 +604,21 @@ class Journal:
             os.fsync(self._fd)
             self._open_file(self._file_id + 1)
         return marks
+
+    def _write_first_direct(self, buffers: Sequence[bytes]) -> None:
+        """A file's first write: a filesystem that takes O_DIRECT opens but refuses its
+        writes (EINVAL) gets the file reopened for ordinary writes (nothing is in it yet)."""
+        try:
+            self._write_direct(buffers)
+        except OSError as exc:
+            if exc.errno != errno.EINVAL:
+                raise
+            log.info("journal %s: the filesystem refuses O_DIRECT writes; writing through "
+                     "the page cache", self.directory)
+            fd = os.open(self._path(self._file_id), os.O_WRONLY | os.O_APPEND, 0o644)
+            os.close(self._fd)
+            self._fd, self._direct, self._tail = fd, False, b""
+            write_all(self._fd, buffers)
 
     def _write_direct(self, buffers: Sequence[bytes]) -> None:
         """Write the buffers after the file's last record with O_DIRECT: copied behind the

@@ -333,3 +333,24 @@ async def test_a_filesystem_refusing_o_direct_gets_page_cache_writes(
     await bookie.start()
     assert (await bookie.read_entry(1, 29)).payload == b"y" * 333
     await bookie.close()
+
+
+async def test_a_filesystem_refusing_o_direct_writes_gets_page_cache_writes(
+    make_conf: MakeConf, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Some filesystems open with O_DIRECT and then refuse the writes.
+    def refusing_pwrite(fd: int, data: object, offset: int) -> int:
+        raise OSError(errno.EINVAL, "Invalid argument")
+
+    monkeypatch.setattr(journal.os, "pwrite", refusing_pwrite)
+    bookie = engine.LedgerStorageEngine(make_conf())
+    await bookie.start()
+    await asyncio.gather(*(bookie.add_entry(1, e, e - 1, b"z" * 333, KEY) for e in range(30)))
+    path = journal_files(tmp_path)[-1]
+    assert path.stat().st_size == _records_end(path)  # appended, no padding
+    await bookie.close()
+    monkeypatch.undo()
+    bookie = engine.LedgerStorageEngine(make_conf())
+    await bookie.start()
+    assert (await bookie.read_entry(1, 29)).payload == b"z" * 333
+    await bookie.close()
