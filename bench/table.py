@@ -197,13 +197,13 @@ def _workloads(
             before = broker_servers.cpu_s(broker.pid)
             result = broker_vs_lite.run_workload(url, name, topic, seconds, most, *extra)
             used = broker_servers.cpu_s(broker.pid) - before
-        name = key or name
-        figures[f"{name}_cpu_us"] = 1e6 * used / max(result[per], 1e-9)
+        prefix = key or name
+        figures[f"{prefix}_cpu_us"] = 1e6 * used / max(result[per], 1e-9)
         if "seconds" in result:
-            figures[f"{name}_client_busy"] = 100 * result["client_cpu_s"] / max(
+            figures[f"{prefix}_client_busy"] = 100 * result["client_cpu_s"] / max(
                 result["seconds"], 1e-9)
-            figures[f"{name}_broker_busy"] = 100 * used / max(result["seconds"], 1e-9)
-            figures[f"{name}_client_thread_busy"] = 100 * result.get(
+            figures[f"{prefix}_broker_busy"] = 100 * used / max(result["seconds"], 1e-9)
+            figures[f"{prefix}_client_thread_busy"] = 100 * result.get(
                 "client_thread_cpu_s", 0.0) / max(result["seconds"], 1e-9)
         return result
 

@@ -579,12 +579,12 @@ class Journal:
             else:
                 marks.append((future, LogMark(self._file_id, offset)))
         size = offset - self._file_size
-        if self._direct and size and self._file_size == 0:
-            self._write_first_direct(buffers)
-        elif self._direct and size:
-            self._write_direct(buffers)
-        elif not self._direct:
+        if not self._direct:
             write_all(self._fd, buffers)
+        elif size and self._file_size:
+            self._write_direct(buffers)
+        elif size:
+            self._write_first_direct(buffers)
         if self.settings.sync_data and size:
             started = time.perf_counter()
             os.fdatasync(self._fd)

@@ -312,45 +312,35 @@ async def test_direct_writes_replay_every_record_and_their_padding_is_no_torn_ta
     await bookie.close()
 
 
+def _refusing_o_direct_open(path: str, flags: int, mode: int = 0o777) -> int:
+    if flags & os.O_DIRECT:
+        raise OSError(errno.EINVAL, "Invalid argument", path)
+    return _REAL_OPEN(path, flags, mode)
+
+
+def _refusing_pwrite(fd: int, data: object, offset: int) -> int:
+    raise OSError(errno.EINVAL, "Invalid argument")
+
+
+_REAL_OPEN = os.open
+
+
+# A filesystem may refuse O_DIRECT at open, or open with it and then refuse the writes.
+@pytest.mark.parametrize("refused", [("open", _refusing_o_direct_open),
+                                     ("pwrite", _refusing_pwrite)], ids=["open", "write"])
 async def test_a_filesystem_refusing_o_direct_gets_page_cache_writes(
-    make_conf: MakeConf, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+    make_conf: MakeConf, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch,
+    refused: tuple[str, object],
 ) -> None:
-    real_open = os.open
-
-    def refusing_open(path: str, flags: int, mode: int = 0o777) -> int:
-        if flags & os.O_DIRECT:
-            raise OSError(errno.EINVAL, "Invalid argument", path)
-        return real_open(path, flags, mode)
-
-    monkeypatch.setattr(journal.os, "open", refusing_open)
+    monkeypatch.setattr(journal.os, *refused)
     bookie = engine.LedgerStorageEngine(make_conf())
     await bookie.start()
     await asyncio.gather(*(bookie.add_entry(1, e, e - 1, b"y" * 333, KEY) for e in range(30)))
     path = journal_files(tmp_path)[-1]
     assert path.stat().st_size == _records_end(path)  # appended, no padding
     await bookie.close()
-    bookie = engine.LedgerStorageEngine(make_conf())
-    await bookie.start()
-    assert (await bookie.read_entry(1, 29)).payload == b"y" * 333
-    await bookie.close()
-
-
-async def test_a_filesystem_refusing_o_direct_writes_gets_page_cache_writes(
-    make_conf: MakeConf, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Some filesystems open with O_DIRECT and then refuse the writes.
-    def refusing_pwrite(fd: int, data: object, offset: int) -> int:
-        raise OSError(errno.EINVAL, "Invalid argument")
-
-    monkeypatch.setattr(journal.os, "pwrite", refusing_pwrite)
-    bookie = engine.LedgerStorageEngine(make_conf())
-    await bookie.start()
-    await asyncio.gather(*(bookie.add_entry(1, e, e - 1, b"z" * 333, KEY) for e in range(30)))
-    path = journal_files(tmp_path)[-1]
-    assert path.stat().st_size == _records_end(path)  # appended, no padding
-    await bookie.close()
     monkeypatch.undo()
     bookie = engine.LedgerStorageEngine(make_conf())
     await bookie.start()
-    assert (await bookie.read_entry(1, 29)).payload == b"z" * 333
+    assert (await bookie.read_entry(1, 29)).payload == b"y" * 333
     await bookie.close()

@@ -255,9 +255,9 @@ def _decode_payload_sections(command: pb.BaseCommand, rest: memoryview, own: boo
             f"metadata size {metadata_size} exceeds the {len(entry) - 4} bytes that follow"
         )
     valid = crc is None or _crc32c.crc32c(entry) == crc
-    if own:
-        entry = memoryview(bytes(entry))
-        bem = None if bem is None else memoryview(bytes(bem))
+    if own:  # views of bytes: read-only already
+        return Frame(command, memoryview(bytes(entry)), crc, valid,
+                     None if bem is None else memoryview(bytes(bem)))
     return Frame(command, entry.toreadonly(), crc, valid, None if bem is None else bem.toreadonly())
 
 

@@ -13,12 +13,15 @@ from pulsar_common.wire import errors, frame
 from .test_frame import T, sample_stream, send_command, small_metadata, summary, u32
 
 
-def read_in(decoder: frame.BufferedFrameDecoder, data: bytes, most: int = 1 << 30
+def read_in(decoder: frame.BufferedFrameDecoder, data: bytes, most: int | list[int] = 1 << 30
             ) -> list[frame.Frame]:
-    """What a transport does: read into get_buffer() (at most `most` bytes a time)."""
+    """What a transport does: read into get_buffer(), at most `most` bytes a time (a list:
+    those read sizes in turn, over and over)."""
     frames: list[frame.Frame] = []
     taken = 0
+    sizes = itertools.cycle([most] if isinstance(most, int) else most)
     while taken < len(data):
+        most = next(sizes)
         room = decoder.get_buffer(-1)
         step = min(len(room), most, len(data) - taken)
         room[:step] = data[taken : taken + step]
@@ -92,18 +95,7 @@ def test_a_frame_larger_than_the_buffer_is_read_into_its_own() -> None:
 )
 def test_random_frames_survive_random_read_sizes(sizes: list[int], reads: list[int]) -> None:
     payloads = [bytes([n % 251]) * size for n, size in enumerate(sizes)]
-    stream = send_stream(payloads)
-    decoder = frame.BufferedFrameDecoder()
-    frames: list[frame.Frame] = []
-    taken = 0
-    for most in itertools.cycle(reads):
-        if taken == len(stream):
-            break
-        room = decoder.get_buffer(-1)
-        step = min(len(room), most, len(stream) - taken)
-        room[:step] = stream[taken : taken + step]
-        taken += step
-        frames += decoder.buffer_updated(step)
+    frames = read_in(frame.BufferedFrameDecoder(), send_stream(payloads), reads)
     assert [f.command.send.sequence_id for f in frames] == list(range(len(payloads)))
     assert [bytes(f.entry or b"")[12:] for f in frames] == payloads
 
