@@ -39,6 +39,22 @@ async def test_sequential_adds_each_wait_for_their_own_fsync(make_conf: MakeConf
     await bookie.close()
 
 
+def _hold_fdatasync(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
+    """Make every fdatasync wait for the returned `release` event; `in_sync` is set once
+    the journal thread is inside one."""
+    real_fdatasync = os.fdatasync
+    in_sync = threading.Event()
+    release = threading.Event()
+
+    def held_fdatasync(fd: int) -> None:
+        in_sync.set()
+        assert release.wait(30)
+        real_fdatasync(fd)
+
+    monkeypatch.setattr(os, "fdatasync", held_fdatasync)
+    return in_sync, release
+
+
 async def test_a_lone_add_is_synced_at_once_without_the_group_wait(make_conf: MakeConf) -> None:
     # A group wait far longer than the test may take: only adds that arrive together wait.
     bookie = engine.LedgerStorageEngine(make_conf(journalMaxGroupWaitMSec=60_000))
@@ -58,16 +74,7 @@ async def test_a_lone_add_queued_with_a_checkpoint_mark_does_not_wait_for_compan
     # the whole group wait (seen as a 20 s timeout of the test above on a loaded machine).
     bookie = engine.LedgerStorageEngine(make_conf(journalMaxGroupWaitMSec=60_000))
     await bookie.start()
-    real_fdatasync = os.fdatasync
-    in_sync = threading.Event()
-    release = threading.Event()
-
-    def held_fdatasync(fd: int) -> None:
-        in_sync.set()
-        assert release.wait(30)
-        real_fdatasync(fd)
-
-    monkeypatch.setattr(os, "fdatasync", held_fdatasync)
+    in_sync, release = _hold_fdatasync(monkeypatch)
     first = asyncio.create_task(bookie.add_entry(1, 0, -1, b"first", KEY))
     assert await asyncio.to_thread(in_sync.wait, 30)
     # While the first add's batch syncs, one more add and a mark queue up behind it, so
@@ -79,7 +86,6 @@ async def test_a_lone_add_queued_with_a_checkpoint_mark_does_not_wait_for_compan
     release.set()
     await asyncio.wait_for(first, 30)
     await asyncio.wait_for(asyncio.gather(lone, mark), timeout=20)
-    monkeypatch.setattr(os, "fdatasync", real_fdatasync)
     await bookie.close()
 
 
@@ -219,16 +225,7 @@ async def test_adds_complete_only_after_fdatasync_and_the_loop_keeps_taking_adds
 ) -> None:
     bookie = engine.LedgerStorageEngine(make_conf())
     await bookie.start()
-    real_fdatasync = os.fdatasync
-    in_sync = threading.Event()
-    release = threading.Event()
-
-    def slow_fdatasync(fd: int) -> None:
-        in_sync.set()
-        assert release.wait(30)
-        real_fdatasync(fd)
-
-    monkeypatch.setattr(os, "fdatasync", slow_fdatasync)
+    in_sync, release = _hold_fdatasync(monkeypatch)
     first = asyncio.create_task(bookie.add_entry(1, 0, -1, b"first", KEY))
     assert await asyncio.to_thread(in_sync.wait, 30)
     # The journal thread is inside fdatasync: the loop still takes adds, none completes.
@@ -242,7 +239,6 @@ async def test_adds_complete_only_after_fdatasync_and_the_loop_keeps_taking_adds
     await asyncio.wait_for(asyncio.gather(first, *more), 30)
     # The hundred adds that queued during the sync shared few syncs.
     assert bookie.stats().journal_fsyncs - fsyncs <= 5
-    monkeypatch.setattr(os, "fdatasync", real_fdatasync)
     await bookie.close()
 
 
