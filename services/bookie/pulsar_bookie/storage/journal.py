@@ -12,8 +12,8 @@ soon as nothing else is waiting. The group wait is adaptive
 (journalAdaptiveGroupWrites, on by default): it applies only while adds pile up (several records were waiting when the previous sync
 ended); a lone add, such as the next one of a producer that waits for each
 acknowledgement, is written and synced at once, since no company is coming
-for it to wait for (a checkpoint's log-mark request queued beside it is no
-company: only adds count). Records that arrive during a sync form the next batch
+for it to wait for (a checkpoint's log-mark request or a ledger's master key
+record queued beside it is no company: only adds count). Records that arrive during a sync form the next batch
 either way. A batch that is full does not leave behind records already
 queued: up to SYNC_GROUP_MAX_BATCHES batches' worth share its sync (a deep
 queue of large adds then costs one fdatasync per few MB rather than per
@@ -529,7 +529,8 @@ class Journal:
         settings = self.settings
         items: list[_Item] = []
         size = 0
-        #: Adds among the items: a mark request (size 0) is no company for a lone add.
+        #: Adds among the items (two parts: head and payload). A mark request, or the master
+        #: key record a ledger's first add brings along, is no company for a lone add.
         adds = 0
         deadline = queue[0][3] + settings.max_group_wait_s
         while True:
@@ -541,7 +542,7 @@ class Journal:
                 item = queue.popleft()
                 items.append(item)
                 size += item[1]
-                if item[1]:
+                if len(item[0]) == 2:
                     adds += 1
             if len(items) >= settings.max_batch_records or size >= settings.max_batch_bytes:
                 # Full. Records already queued behind it would wait for a sync of their own:

@@ -66,26 +66,33 @@ async def test_a_lone_add_is_synced_at_once_without_the_group_wait(make_conf: Ma
     await bookie.close()
 
 
-async def test_a_lone_add_queued_with_a_checkpoint_mark_does_not_wait_for_company(
-    make_conf: MakeConf, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("companion", ["checkpoint mark", "new ledger's master key"])
+async def test_a_lone_add_beside_a_record_that_is_no_add_does_not_wait_for_company(
+    make_conf: MakeConf, monkeypatch: pytest.MonkeyPatch, companion: str
 ) -> None:
-    # The flush asks each journal for a log mark now and then. A mark queued beside a lone
-    # add, while the journal was busy, once counted as company: the add then waited for
-    # the whole group wait (seen as a 20 s timeout of the test above on a loaded machine).
+    # The flush asks each journal for a log mark now and then, and a ledger's first add
+    # journals the ledger's master key just before it. Either, queued beside a lone add
+    # while the journal was busy, once counted as company: the add then waited for the
+    # whole group wait (seen as a 20 s timeout of the test above on a loaded machine).
     bookie = engine.LedgerStorageEngine(make_conf(journalMaxGroupWaitMSec=60_000))
     await bookie.start()
     in_sync, release = _hold_fdatasync(monkeypatch)
     first = asyncio.create_task(bookie.add_entry(1, 0, -1, b"first", KEY))
     assert await asyncio.to_thread(in_sync.wait, 30)
-    # While the first add's batch syncs, one more add and a mark queue up behind it, so
-    # the journal is busy when it takes them: one add, one mark, nothing else coming.
-    lone = asyncio.create_task(bookie.add_entry(1, 1, 0, b"lone", KEY))
-    for _ in range(5):
-        await asyncio.sleep(0)
-    mark = bookie._journals[0].request_mark()
+    # While the first add's batch syncs, one add and one other record queue up behind it,
+    # so the journal is busy when it takes them, with nothing else coming.
+    if companion == "checkpoint mark":
+        lone = asyncio.create_task(bookie.add_entry(1, 1, 0, b"lone", KEY))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        waiting = [lone, bookie._journals[0].request_mark()]
+    else:
+        waiting = [asyncio.create_task(bookie.add_entry(2, 0, -1, b"lone", KEY))]
+        for _ in range(5):
+            await asyncio.sleep(0)
     release.set()
     await asyncio.wait_for(first, 30)
-    await asyncio.wait_for(asyncio.gather(lone, mark), timeout=20)
+    await asyncio.wait_for(asyncio.gather(*waiting), timeout=20)
     await bookie.close()
 
 
