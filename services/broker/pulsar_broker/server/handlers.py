@@ -264,6 +264,8 @@ class Handlers:
         num_messages = request.num_messages if request.HasField("num_messages") else 1
         highest = request.highest_sequence_id if request.HasField("highest_sequence_id") else -1
         dedup = handle.topic.deduplication
+        if dedup is not None and deduplication.is_partial_chunk(metadata):
+            dedup = None  # the message's last chunk is the one deduplicated
         status = (deduplication.Status.NOT_DUPLICATE if dedup is None
                   else dedup.check(handle.producer.name, request.sequence_id, highest))
         if status is deduplication.Status.DUPLICATE:

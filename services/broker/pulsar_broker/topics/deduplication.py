@@ -22,6 +22,7 @@ import enum
 import logging
 
 from pulsar_common.wire import entry_info
+from pulsar_common.wire import pulsar_api_pb2 as pb
 
 from pulsar_broker import errors
 from pulsar_broker.managed_ledger import api as ml
@@ -33,6 +34,16 @@ SNAPSHOT_INTERVAL_ENTRIES = 1000
 REPLAY_BATCH = 500
 #: The message id of a duplicate's receipt.
 DUPLICATE = ml.Position(-1, -1)
+
+
+def is_partial_chunk(metadata: pb.MessageMetadata) -> bool:
+    """Whether the entry is a chunk of a chunked message other than its last one.
+
+    Every chunk of a message carries the message's sequence id; only the last chunk is
+    checked against and recorded as the producer's sequence id, so the chunks before
+    it are neither taken for duplicates of each other nor count as the message stored."""
+    return (metadata.HasField("chunk_id") and metadata.HasField("num_chunks_from_msg")
+            and metadata.chunk_id < metadata.num_chunks_from_msg - 1)
 
 
 class DuplicateUnknownError(errors.BrokerError):
@@ -73,6 +84,8 @@ class MessageDeduplication:
                 break
             for entry in entries:
                 metadata = entry_info.parse_metadata(entry.data)
+                if is_partial_chunk(metadata):
+                    continue  # only a chunked message's last chunk says it was stored whole
                 count = (metadata.num_messages_in_batch
                          if metadata.HasField("num_messages_in_batch") else 1)
                 top = max(metadata.sequence_id + count - 1, metadata.highest_sequence_id)
