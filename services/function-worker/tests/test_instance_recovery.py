@@ -8,7 +8,7 @@ import collections
 import json
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pulsar
@@ -27,10 +27,20 @@ def identity(input):
 """
 
 
-def enable_deduplication(standalone: broker_testing.StandaloneProcess) -> None:
+@pytest.fixture
+def deduplication(standalone: broker_testing.StandaloneProcess) -> Iterator[None]:
+    """Deduplication on for public/default during the test, and its policy removed after it:
+    the standalone is the session's, shared with tests that do not expect it."""
+    _deduplication_policy(standalone, "POST", b"true")
+    yield
+    _deduplication_policy(standalone, "DELETE", None)
+
+
+def _deduplication_policy(standalone: broker_testing.StandaloneProcess, method: str,
+                          body: bytes | None) -> None:
     request = urllib.request.Request(
         f"{standalone.web_url}/admin/v2/namespaces/public/default/deduplication",
-        data=b"true", method="POST", headers={"Content-Type": "application/json"})
+        data=body, method=method, headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=30) as reply:
         assert reply.status in (200, 204)
 
@@ -77,9 +87,8 @@ def backlog(standalone: broker_testing.StandaloneProcess, topic: str, subscripti
 
 def test_effectively_once_output_survives_a_sigkill_without_loss_or_duplicates(
     client: pulsar.Client, names: Callable[[str], str], start_instance: Callable[..., Any],
-    standalone: broker_testing.StandaloneProcess,
+    standalone: broker_testing.StandaloneProcess, deduplication: None,
 ) -> None:
-    enable_deduplication(standalone)
     source, sink = names("in"), names("out")
     function = {"className": "user_function.identity", "inputs": [source], "output": sink,
                 "processingGuarantee": "EFFECTIVELY_ONCE", "subscriptionName": "eo"}
