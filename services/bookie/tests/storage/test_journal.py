@@ -81,15 +81,14 @@ async def test_a_lone_add_beside_a_record_that_is_no_add_does_not_wait_for_compa
     assert await asyncio.to_thread(in_sync.wait, 30)
     # While the first add's batch syncs, one add and one other record queue up behind it,
     # so the journal is busy when it takes them, with nothing else coming.
+    # (ledger, entry, last confirmed): the next entry of ledger 1, or a new ledger's first,
+    # whose master key record is journalled just before it.
+    lone = (1, 1, 0) if companion == "checkpoint mark" else (2, 0, -1)
+    waiting = [asyncio.create_task(bookie.add_entry(*lone, b"lone", KEY))]
+    for _ in range(5):
+        await asyncio.sleep(0)
     if companion == "checkpoint mark":
-        lone = asyncio.create_task(bookie.add_entry(1, 1, 0, b"lone", KEY))
-        for _ in range(5):
-            await asyncio.sleep(0)
-        waiting = [lone, bookie._journals[0].request_mark()]
-    else:
-        waiting = [asyncio.create_task(bookie.add_entry(2, 0, -1, b"lone", KEY))]
-        for _ in range(5):
-            await asyncio.sleep(0)
+        waiting.append(bookie._journals[0].request_mark())
     release.set()
     await asyncio.wait_for(first, 30)
     await asyncio.wait_for(asyncio.gather(*waiting), timeout=20)

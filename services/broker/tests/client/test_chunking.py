@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import os
 import pathlib
-import urllib.request
-import uuid
 
 import pulsar
 
@@ -27,34 +25,6 @@ def test_a_chunked_message_arrives_whole_between_small_ones(client: pulsar.Clien
     received = broker_testing.receive_all(consumer, 3, timeout_ms=30_000)
     assert [len(m.data()) for m in received] == [6, LARGE_BYTES, 5]
     assert received[1].data() == large
-
-
-def test_a_chunked_message_arrives_whole_on_a_namespace_with_deduplication(
-        standalone: broker_testing.StandaloneProcess, client: pulsar.Client) -> None:
-    # Every chunk carries the message's sequence id: deduplication must not take the chunks
-    # after the first for duplicates (they were acknowledged and dropped, and the message
-    # never reached a consumer).
-    namespace = f"public/chunks-dedup-{uuid.uuid4().hex[:8]}"
-    _admin(standalone, "PUT", f"/admin/v2/namespaces/{namespace}", b"{}")
-    _admin(standalone, "POST", f"/admin/v2/namespaces/{namespace}/deduplication", b"true")
-    topic = f"persistent://{namespace}/chunks"
-    consumer = client.subscribe(topic, "sub")
-    producer = client.create_producer(topic, producer_name="chunker", chunking_enabled=True,
-                                      batching_enabled=False)
-    large = os.urandom(LARGE_BYTES)
-    producer.send(b"before")
-    producer.send(large)
-    producer.send(b"after")
-    received = broker_testing.receive_all(consumer, 3, timeout_ms=30_000)
-    assert [m.data() for m in received] == [b"before", large, b"after"]
-
-
-def _admin(standalone: broker_testing.StandaloneProcess, method: str, path: str,
-           body: bytes) -> None:
-    request = urllib.request.Request(f"{standalone.web_url}{path}", data=body, method=method,
-                                     headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as reply:
-        assert reply.status in (200, 204)
 
 
 def test_chunked_messages_are_read_back_whole_after_a_broker_restart(

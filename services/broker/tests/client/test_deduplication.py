@@ -3,6 +3,7 @@ also across a broker crash."""
 
 from __future__ import annotations
 
+import os
 import uuid
 
 import pulsar
@@ -29,6 +30,20 @@ def test_resent_sequence_ids_are_acknowledged_but_stored_once(dedup_node):
     producer.send(b"m5", sequence_id=5)
     client.close()
     assert read_topic(dedup_node.service_url, topic) == [b"m0", b"m1", b"m2", b"m3", b"m4", b"m5"]
+
+
+def test_a_chunked_message_is_stored_whole(dedup_node):
+    # Every chunk carries the message's sequence id: the chunks after the first are no
+    # duplicates (they were once acknowledged and dropped, and the message never arrived).
+    topic = f"persistent://public/default/dedup-{uuid.uuid4().hex[:8]}"
+    client = pulsar.Client(dedup_node.service_url, operation_timeout_seconds=30)
+    producer = client.create_producer(topic, producer_name="chunker", chunking_enabled=True,
+                                      batching_enabled=False)
+    large = os.urandom(12 * 1024 * 1024)  # over the 5 MiB maxMessageSize: three chunks
+    for body in (b"before", large, b"after"):
+        producer.send(body)
+    client.close()
+    assert read_topic(dedup_node.service_url, topic) == [b"before", large, b"after"]
 
 
 def test_a_producer_reconnecting_under_its_name_learns_its_last_sequence_id(dedup_node):
