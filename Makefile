@@ -24,9 +24,11 @@ $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
 run: $(VENV)/.installed
 	$(VENV)/bin/pulsar standalone
 
-## make test: install what the tests need (Debian etcd-server, kubectl, a JRE) and run the whole suite.
+## make test: install what the tests need (Debian etcd-server, kubectl, a JRE) and run the whole suite,
+## on two pytest-xdist workers; each test file runs whole on one worker, in order (several e2e files
+## build a live cluster in their first test and use it in the next ones).
 test: $(VENV)/.installed-test system-packages
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadfile
 
 ## make bench: benchmarks (never part of `make test`), with pulsar-lite as the peer.
 bench: $(VENV)/.installed-test
