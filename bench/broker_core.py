@@ -134,13 +134,14 @@ def _child(entries: int) -> None:
     print(json.dumps(figures), flush=True)
 
 
-def _run_tree(tree: pathlib.Path, entries: int) -> dict[str, float]:
+def run_in_tree(tree: pathlib.Path, module: str, argv: list[str]) -> dict[str, float]:
+    """Run `python -m module argv` with PYTHONPATH at tree's packages (and this bench);
+    the figures of the JSON object on its last line of output."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         [str(tree / d) for d in PACKAGE_DIRS] + [str(pathlib.Path(__file__).parents[1])])
-    reply = subprocess.run(
-        [sys.executable, "-m", "bench.broker_core", "--child", "--entries", str(entries)],
-        env=env, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=True)
+    reply = subprocess.run([sys.executable, "-m", module, *argv], env=env,
+                           capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=True)
     figures: dict[str, float] = json.loads(reply.stdout.strip().splitlines()[-1])
     return figures
 
@@ -163,7 +164,8 @@ def run(argv: list[str]) -> None:
     every: dict[str, dict[str, list[float]]] = {name: {} for name in trees}
     for round_number in range(1, options.rounds + 1):
         for name, path in trees.items():
-            figures = _run_tree(pathlib.Path(path), options.entries)
+            figures = run_in_tree(pathlib.Path(path), "bench.broker_core",
+                                  ["--child", "--entries", str(options.entries)])
             print(f"  round {round_number} {name}: "
                   + ", ".join(f"{label} {figures[key]:,.1f}" for label, key, _ in FIGURES),
                   flush=True)

@@ -8,6 +8,7 @@ serve it too. The replicated ledger client only ever talks through this port.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Protocol
 
 from pulsar_bookie import types
@@ -33,6 +34,19 @@ class BookieRpc(Protocol):
         recovery: bool = False,
     ) -> None:
         """Returns once the bookie has the entry durably (journal synced)."""
+
+    def add_entry_future(
+        self,
+        ledger_id: types.LedgerId,
+        entry_id: types.EntryId,
+        last_add_confirmed: types.EntryId,
+        payload: bytes,
+        master_key: bytes,
+        timeout_s: float,
+    ) -> asyncio.Future[None]:
+        """add_entry as a future, for the writer's hot path (no task per add): it completes
+        as add_entry would return or raise, and fails with BookieUnavailableError once
+        timeout_s has passed without a reply. A refusal known at once may raise instead."""
 
     async def read_entry(
         self,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import dataclasses
+import functools
 import logging
 import ssl
 import typing
@@ -76,7 +77,7 @@ class _Connection(asyncio.Protocol):
     def __init__(self, bookie_id: types.BookieId, settings: ClientSettings) -> None:
         self.bookie_id = bookie_id
         self._settings = settings
-        self._loop = asyncio.get_running_loop()
+        self.loop = asyncio.get_running_loop()
         self._decoder = wire.ResponseDecoder(settings.max_frame_bytes)
         self._transport: asyncio.Transport | None = None
         self._pending: dict[int, asyncio.Future[wire.Response]] = {}
@@ -129,19 +130,19 @@ class _Connection(asyncio.Protocol):
             )
         request_id = self._next_id
         self._next_id = 0 if request_id >= REQUEST_ID_MAX else request_id + 1
-        future: asyncio.Future[wire.Response] = self._loop.create_future()
+        future: asyncio.Future[wire.Response] = self.loop.create_future()
         self._pending[request_id] = future
         queue = self._deadlines.get(timeout_s)
         if queue is None:
             queue = self._deadlines[timeout_s] = collections.deque()
-        queue.append((self._loop.time() + timeout_s, request_id, op))
+        queue.append((self.loop.time() + timeout_s, request_id, op))
         if self._sweeper is None:
-            self._sweeper = self._loop.call_later(TIMEOUT_CHECK_INTERVAL_S, self._sweep)
+            self._sweeper = self.loop.call_later(TIMEOUT_CHECK_INTERVAL_S, self._sweep)
         header = wire.encode_request_header(
             op, flags, request_id, ledger_id, entry_id, arg, master_key, len(payload)
         )
         if not self._out:
-            self._loop.call_soon(self._flush)
+            self.loop.call_soon(self._flush)
         self._out.append(header)
         if payload:
             self._out.append(payload)
@@ -157,7 +158,7 @@ class _Connection(asyncio.Protocol):
     def _sweep(self) -> None:
         """Fail the calls whose deadline passed; runs every interval while calls are pending."""
         self._sweeper = None
-        now = self._loop.time()
+        now = self.loop.time()
         pending = self._pending
         for timeout_s, queue in list(self._deadlines.items()):
             while queue and (queue[0][0] <= now or queue[0][1] not in pending):
@@ -172,7 +173,7 @@ class _Connection(asyncio.Protocol):
             if not queue:
                 del self._deadlines[timeout_s]
         if self._deadlines and not self.closed:
-            self._sweeper = self._loop.call_later(TIMEOUT_CHECK_INTERVAL_S, self._sweep)
+            self._sweeper = self.loop.call_later(TIMEOUT_CHECK_INTERVAL_S, self._sweep)
 
     def data_received(self, data: bytes) -> None:
         try:
@@ -321,17 +322,74 @@ class BookieClient(bookie_rpc.BookieRpc):
         master_key: bytes,
         *,
         recovery: bool = False,
+        timeout_s: float | None = None,
     ) -> None:
-        # The hot path: the same steps as _call, without a coroutine frame in between.
         connection = self._connection
         if connection is None or connection.closed:
             connection = await self._connect()
         response = await connection.call(
             wire.Op.ADD, wire.FLAG_RECOVERY if recovery else 0, ledger_id, entry_id,
-            last_add_confirmed, master_key, payload, self.settings.add_timeout_s,
+            last_add_confirmed, master_key, payload,
+            self.settings.add_timeout_s if timeout_s is None else timeout_s,
         )
         if response.status is not wire.Status.OK:
             raise self._error(response)
+
+    def add_entry_future(
+        self,
+        ledger_id: types.LedgerId,
+        entry_id: types.EntryId,
+        last_add_confirmed: types.EntryId,
+        payload: bytes,
+        master_key: bytes,
+        timeout_s: float,
+    ) -> asyncio.Future[None]:
+        """The writer's hot path: the request goes out on the open connection and its timeout
+        is the connection's sweep, so an add costs no task and no timer of its own. Before
+        the connection is open the add waits for it in a task (connecting and the add
+        together within timeout_s)."""
+        connection = self._connection
+        if connection is None or connection.closed:
+            return asyncio.ensure_future(self._connect_and_add(
+                ledger_id, entry_id, last_add_confirmed, payload, master_key, timeout_s))
+        response = connection.call(
+            wire.Op.ADD, 0, ledger_id, entry_id, last_add_confirmed, master_key, payload,
+            timeout_s)
+        added: asyncio.Future[None] = connection.loop.create_future()
+        response.add_done_callback(functools.partial(self._on_added, added))
+        return added
+
+    async def _connect_and_add(
+        self,
+        ledger_id: types.LedgerId,
+        entry_id: types.EntryId,
+        last_add_confirmed: types.EntryId,
+        payload: bytes,
+        master_key: bytes,
+        timeout_s: float,
+    ) -> None:
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self.add_entry(ledger_id, entry_id, last_add_confirmed, payload,
+                                     master_key, timeout_s=timeout_s)
+        except TimeoutError as exc:
+            raise errors.BookieUnavailableError(
+                f"ADD to bookie {self._bookie_id} timed out after {timeout_s}s") from exc
+
+    def _on_added(self, added: asyncio.Future[None],
+                  response: asyncio.Future[wire.Response]) -> None:
+        if added.done():  # the caller cancelled it
+            return
+        if response.cancelled():
+            added.cancel()
+            return
+        failure = response.exception()
+        if failure is not None:
+            added.set_exception(failure)
+        elif (reply := response.result()).status is not wire.Status.OK:
+            added.set_exception(self._error(reply))
+        else:
+            added.set_result(None)
 
     async def read_entry(
         self,

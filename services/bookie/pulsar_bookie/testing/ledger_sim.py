@@ -113,6 +113,13 @@ class SimRpc:
         await self._network.call(self._bookie_id, "add", ledger_id, entry_id,
                                  last_add_confirmed, payload, recovery)
 
+    def add_entry_future(self, ledger_id: types.LedgerId, entry_id: types.EntryId,
+                         last_add_confirmed: types.EntryId, payload: bytes, master_key: bytes,
+                         timeout_s: float) -> asyncio.Future[None]:
+        return asyncio.ensure_future(asyncio.wait_for(
+            self.add_entry(ledger_id, entry_id, last_add_confirmed, payload, master_key),
+            timeout_s))
+
     async def read_entry(self, ledger_id: types.LedgerId, entry_id: types.EntryId, *,
                          fence: bool = False, master_key: bytes = b"") -> storage_api.StoredEntry:
         result = await self._network.call(self._bookie_id, "read", ledger_id, entry_id, fence)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import dataclasses
+import functools
 import logging
 import random
 from typing import Any
@@ -83,14 +84,26 @@ class ReplicatedWriteHandle(ReplicatedReadHandle):
         while not self._room.is_set():
             await self._room.wait()
         self._check_writable()
-        loop = asyncio.get_running_loop()
-        pending = PendingAdd(self._next_entry_id, payload, loop.create_future())
+        return await self._start(payload)
+
+    def append_future(self, payload: bytes) -> asyncio.Future[types.EntryId]:
+        """Append without a coroutine: a future for the entry id, completed in entry order.
+        Refusals raise at once. Past pendingAddsMax adds in flight the add waits for room
+        in a task, as append does."""
+        self._check_writable()
+        if not self._room.is_set():
+            return asyncio.ensure_future(self.append(payload))
+        return self._start(payload)
+
+    def _start(self, payload: bytes) -> asyncio.Future[types.EntryId]:
+        pending = PendingAdd(self._next_entry_id, payload,
+                             asyncio.get_running_loop().create_future())
         self._next_entry_id += 1
         self._pending.append(pending)
         if len(self._pending) >= self._settings.pending_adds_max:
             self._room.clear()
         self._send_missing(pending)
-        return await pending.future
+        return pending.future
 
     def _check_writable(self) -> None:
         if self._failure is not None:
@@ -102,35 +115,58 @@ class ReplicatedWriteHandle(ReplicatedReadHandle):
         for bookie in self.write_set_of(pending.entry_id):
             if bookie not in pending.sent_to:
                 pending.sent_to.add(bookie)
-                self._spawn(self._add_to(pending, bookie))
+                self._send(pending, bookie)
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _add_to(self, pending: PendingAdd, bookie: types.BookieId) -> None:
-        timeout_s = self._settings.add_entry_timeout_ms / 1000
+    def _send(self, pending: PendingAdd, bookie: types.BookieId) -> None:
+        """One add to one bookie: a future and a callback, no task (the bookie connection
+        times the add out after addEntryTimeoutMs)."""
         try:
-            await asyncio.wait_for(
-                self._pool.get(bookie).add_entry(
-                    self.ledger_id, types.EntryId(pending.entry_id), self._lac,
-                    pending.payload, self._metadata.password),
-                timeout_s)
-        except errors.LedgerFencedError as exc:
+            added = self._pool.get(bookie).add_entry_future(
+                self.ledger_id, types.EntryId(pending.entry_id), self._lac, pending.payload,
+                self._metadata.password, self._settings.add_entry_timeout_ms / 1000)
+        except Exception as exc:  # noqa: BLE001 - refused at once: the same as a failed add
+            self._add_failed(pending, bookie, exc)
+            return
+        added.add_done_callback(functools.partial(self._on_added, pending, bookie))
+
+    def _on_added(self, pending: PendingAdd, bookie: types.BookieId,
+                  added: asyncio.Future[None]) -> None:
+        if added.cancelled():
+            failure: BaseException | None = errors.BookieUnavailableError(
+                f"add of entry {pending.entry_id} to {bookie} was cancelled")
+        else:
+            failure = added.exception()
+        if failure is None:
+            pending.acked.add(bookie)
+            self._complete_in_order()
+        else:
+            self._add_failed(pending, bookie, failure)
+
+    def _add_failed(self, pending: PendingAdd, bookie: types.BookieId,
+                    failure: BaseException) -> None:
+        if isinstance(failure, errors.LedgerFencedError):
             self._fail(errors.LedgerFencedError(
-                f"ledger {self.ledger_id} was fenced by a recovering reader"), exc)
-        except errors.UnauthorizedAccessError as exc:
-            self._fail(exc, exc)
-        except (errors.BookieError, TimeoutError, OSError) as exc:
+                f"ledger {self.ledger_id} was fenced by a recovering reader"), failure)
+        elif isinstance(failure, errors.UnauthorizedAccessError):
+            self._fail(failure, failure)
+        elif isinstance(failure, (errors.BookieError, TimeoutError, OSError)):
             # The bookie may come back as a replacement later: it must then be sent again.
             pending.sent_to.discard(bookie)
             if self._failure is None and not pending.future.done():
-                await self._replace(bookie, exc)
-                self._send_missing(pending)
+                self._spawn(self._replace_and_resend(pending, bookie, failure))
         else:
-            pending.acked.add(bookie)
-            self._complete_in_order()
+            self._fail(errors.BookieError(
+                f"ledger {self.ledger_id}: add to {bookie} failed: {failure!r}"), failure)
+
+    async def _replace_and_resend(self, pending: PendingAdd, bookie: types.BookieId,
+                                  cause: BaseException) -> None:
+        await self._replace(bookie, cause)
+        self._send_missing(pending)
 
     def _complete_in_order(self) -> None:
         aq = self._metadata.ack_quorum_size

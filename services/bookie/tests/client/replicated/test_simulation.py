@@ -53,8 +53,11 @@ async def scenario(seed: int) -> None:
 
     async def append(entry_hint: int) -> None:
         await asyncio.sleep(rng.uniform(0, 0.05) * entry_hint / 10)
+        data = payload(len(acknowledged) + 1000 * entry_hint, seed)
         try:
-            entry_id = await writer.append(payload(len(acknowledged) + 1000 * entry_hint, seed))
+            # Both ways in: the coroutine, and the future the managed ledger's pipeline uses.
+            entry_id = await (writer.append_future(data) if entry_hint % 2
+                              else writer.append(data))
         except errors.BookieError:
             return
         acknowledged.add(entry_id)
