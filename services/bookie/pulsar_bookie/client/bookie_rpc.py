@@ -58,6 +58,11 @@ class BookieRpc(Protocol):
     ) -> storage_api.StoredEntry:
         """Read one entry; with fence (recovery reads) the ledger is fenced first."""
 
+    def read_entry_future(
+        self, ledger_id: types.LedgerId, entry_id: types.EntryId, timeout_s: float
+    ) -> asyncio.Future[storage_api.StoredEntry]:
+        """read_entry (no fence) as a future, for the reader's hot path: as add_entry_future."""
+
     async def read_last_add_confirmed(self, ledger_id: types.LedgerId) -> types.EntryId: ...
 
     async def wait_last_add_confirmed(

@@ -24,7 +24,7 @@ import functools
 import logging
 import ssl
 import typing
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from pulsar_bookie import errors, types
 from pulsar_bookie.client import bookie_rpc
@@ -65,6 +65,19 @@ def address_of(bookie_id: types.BookieId) -> tuple[str, int]:
     if not sep or not port.isdigit():
         raise ValueError(f"bookie id {bookie_id!r} is not host:port")
     return host.strip("[]"), int(port)
+
+
+T = typing.TypeVar("T")
+
+
+def _added(_response: wire.Response) -> None:
+    return None
+
+
+def _stored(ledger_id: types.LedgerId, entry_id: types.EntryId,
+            response: wire.Response) -> storage_api.StoredEntry:
+    return storage_api.StoredEntry(
+        ledger_id, entry_id, types.EntryId(response.last_add_confirmed), response.body)
 
 
 #: How often a connection looks for timed-out calls (a call fails at most this much late).
@@ -324,16 +337,10 @@ class BookieClient(bookie_rpc.BookieRpc):
         recovery: bool = False,
         timeout_s: float | None = None,
     ) -> None:
-        connection = self._connection
-        if connection is None or connection.closed:
-            connection = await self._connect()
-        response = await connection.call(
-            wire.Op.ADD, wire.FLAG_RECOVERY if recovery else 0, ledger_id, entry_id,
-            last_add_confirmed, master_key, payload,
-            self.settings.add_timeout_s if timeout_s is None else timeout_s,
-        )
-        if response.status is not wire.Status.OK:
-            raise self._error(response)
+        await self._call(
+            wire.Op.ADD, ledger_id, entry_id, flags=wire.FLAG_RECOVERY if recovery else 0,
+            arg=last_add_confirmed, master_key=master_key, payload=payload,
+            timeout_s=self.settings.add_timeout_s if timeout_s is None else timeout_s)
 
     def add_entry_future(
         self,
@@ -350,46 +357,41 @@ class BookieClient(bookie_rpc.BookieRpc):
         together within timeout_s)."""
         connection = self._connection
         if connection is None or connection.closed:
-            return asyncio.ensure_future(self._connect_and_add(
-                ledger_id, entry_id, last_add_confirmed, payload, master_key, timeout_s))
+            return asyncio.ensure_future(self._within(timeout_s, "ADD", self.add_entry(
+                ledger_id, entry_id, last_add_confirmed, payload, master_key,
+                timeout_s=timeout_s)))
         response = connection.call(
             wire.Op.ADD, 0, ledger_id, entry_id, last_add_confirmed, master_key, payload,
             timeout_s)
         added: asyncio.Future[None] = connection.loop.create_future()
-        response.add_done_callback(functools.partial(self._on_added, added))
+        response.add_done_callback(functools.partial(self._on_response, added, _added))
         return added
 
-    async def _connect_and_add(
-        self,
-        ledger_id: types.LedgerId,
-        entry_id: types.EntryId,
-        last_add_confirmed: types.EntryId,
-        payload: bytes,
-        master_key: bytes,
-        timeout_s: float,
-    ) -> None:
+    async def _within(self, timeout_s: float, op: str, call: Awaitable[T]) -> T:
+        """A call made before the connection is open: connecting and the call within
+        timeout_s, or BookieUnavailableError as a timed-out call on the connection gets."""
         try:
             async with asyncio.timeout(timeout_s):
-                await self.add_entry(ledger_id, entry_id, last_add_confirmed, payload,
-                                     master_key, timeout_s=timeout_s)
+                return await call
         except TimeoutError as exc:
             raise errors.BookieUnavailableError(
-                f"ADD to bookie {self._bookie_id} timed out after {timeout_s}s") from exc
+                f"{op} to bookie {self._bookie_id} timed out after {timeout_s}s") from exc
 
-    def _on_added(self, added: asyncio.Future[None],
-                  response: asyncio.Future[wire.Response]) -> None:
-        if added.done():  # the caller cancelled it
+    def _on_response(self, result: asyncio.Future[T], value: Callable[[wire.Response], T],
+                     response: asyncio.Future[wire.Response]) -> None:
+        """Complete result from a call's response: value(response) when the bookie said OK."""
+        if result.done():  # the caller cancelled it
             return
         if response.cancelled():
-            added.cancel()
+            result.cancel()
             return
         failure = response.exception()
         if failure is not None:
-            added.set_exception(failure)
+            result.set_exception(failure)
         elif (reply := response.result()).status is not wire.Status.OK:
-            added.set_exception(self._error(reply))
+            result.set_exception(self._error(reply))
         else:
-            added.set_result(None)
+            result.set_result(value(reply))
 
     async def read_entry(
         self,
@@ -398,15 +400,29 @@ class BookieClient(bookie_rpc.BookieRpc):
         *,
         fence: bool = False,
         master_key: bytes = b"",
+        timeout_s: float | None = None,
     ) -> storage_api.StoredEntry:
         response = await self._call(
             wire.Op.READ, ledger_id, entry_id,
             flags=wire.FLAG_FENCE if fence else 0, master_key=master_key,
-            timeout_s=self.settings.read_timeout_s,
+            timeout_s=self.settings.read_timeout_s if timeout_s is None else timeout_s,
         )
-        return storage_api.StoredEntry(
-            ledger_id, entry_id, types.EntryId(response.last_add_confirmed), response.body
-        )
+        return _stored(ledger_id, entry_id, response)
+
+    def read_entry_future(
+        self, ledger_id: types.LedgerId, entry_id: types.EntryId, timeout_s: float
+    ) -> asyncio.Future[storage_api.StoredEntry]:
+        """The reader's hot path, as add_entry_future: no task, no timer of its own."""
+        connection = self._connection
+        if connection is None or connection.closed:
+            return asyncio.ensure_future(self._within(
+                timeout_s, "READ", self.read_entry(ledger_id, entry_id, timeout_s=timeout_s)))
+        response = connection.call(wire.Op.READ, 0, ledger_id, entry_id, -1, b"", b"",
+                                   timeout_s)
+        read: asyncio.Future[storage_api.StoredEntry] = connection.loop.create_future()
+        response.add_done_callback(functools.partial(
+            self._on_response, read, functools.partial(_stored, ledger_id, entry_id)))
+        return read
 
     async def read_last_add_confirmed(self, ledger_id: types.LedgerId) -> types.EntryId:
         response = await self._call(

@@ -126,6 +126,11 @@ class SimRpc:
         assert isinstance(result, storage_api.StoredEntry)
         return result
 
+    def read_entry_future(self, ledger_id: types.LedgerId, entry_id: types.EntryId,
+                          timeout_s: float) -> asyncio.Future[storage_api.StoredEntry]:
+        return asyncio.ensure_future(asyncio.wait_for(self.read_entry(ledger_id, entry_id),
+                                                      timeout_s))
+
     async def read_last_add_confirmed(self, ledger_id: types.LedgerId) -> types.EntryId:
         return types.EntryId(int(await self._network.call(self._bookie_id, "lac", ledger_id)))  # type: ignore[call-overload]
 

@@ -95,16 +95,24 @@ async def test_fenced_ledger_refuses_adds_unless_recovery(serve: Serve) -> None:
     assert (await rpc.read_entry(L(4), E(2))).payload == b"c"
 
 
-async def test_an_add_future_completes_once_stored_and_fails_with_the_bookies_error(
+async def test_add_and_read_futures_complete_with_the_bookies_answer_or_error(
         serve: Serve) -> None:
-    rpc = (await serve()).client
+    bookie = await serve()
     # Before the connection is open (it opens on the way) and on the open connection.
     for entry in (0, 1):
-        await rpc.add_entry_future(L(6), E(entry), E(entry - 1), b"xyz"[entry:], KEY, 5.0)
-    assert (await rpc.read_entry(L(6), E(1))).payload == b"yz"
-    await rpc.fence_ledger(L(6), KEY)
+        await bookie.client.add_entry_future(L(6), E(entry), E(entry - 1), b"xyz"[entry:],
+                                             KEY, 5.0)
+    reader = client.BookieClient(bookie.bookie_id)  # a second client, not connected yet
+    for entry in (1, 0):
+        stored = await reader.read_entry_future(L(6), E(entry), 5.0)
+        assert (stored.ledger_id, stored.entry_id, stored.payload) == (6, entry, b"xyz"[entry:])
+    assert stored.last_add_confirmed == -1
+    with pytest.raises(errors.NoSuchEntryError):
+        await reader.read_entry_future(L(6), E(2), 5.0)
+    await reader.close()
+    await bookie.client.fence_ledger(L(6), KEY)
     with pytest.raises(errors.LedgerFencedError):
-        await rpc.add_entry_future(L(6), E(2), E(1), b"z", KEY, 5.0)
+        await bookie.client.add_entry_future(L(6), E(2), E(1), b"z", KEY, 5.0)
 
 
 async def test_a_recovery_read_fences_the_ledger(serve: Serve) -> None:
@@ -222,23 +230,27 @@ async def test_a_silent_bookie_times_calls_out() -> None:
     await silent.wait_closed()
 
 
-async def test_an_add_future_times_out_after_its_own_timeout_not_the_clients() -> None:
-    """The writer passes addEntryTimeoutMs with each add: that one applies, on the way to
-    an open connection and on it (the client's own add timeout is a minute here)."""
+async def test_add_and_read_futures_time_out_after_their_own_timeout_not_the_clients(
+) -> None:
+    """The writer and the reader pass addEntryTimeoutMs and readEntryTimeoutMs with each
+    call: that one applies, on the way to an open connection and on it (the client's own
+    timeouts are a minute here)."""
     async def ignore(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.read()
         writer.close()
 
     silent = await asyncio.start_server(ignore, "127.0.0.1", 0)
     port = silent.sockets[0].getsockname()[1]
-    rpc = client.BookieClient(types.BookieId(f"127.0.0.1:{port}"),
-                              client.ClientSettings(add_timeout_s=60))
-    for entry in (0, 1):  # the first connects, the second finds the connection open
-        added = rpc.add_entry_future(L(1), E(entry), E(-1), b"x", KEY, 0.2)
-        with pytest.raises(errors.BookieUnavailableError, match="timed out"):
-            await asyncio.wait_for(added, 10)
-        assert rpc.connected
-    await rpc.close()
+    for call in ("add", "read"):
+        rpc = client.BookieClient(types.BookieId(f"127.0.0.1:{port}"),
+                                  client.ClientSettings(add_timeout_s=60, read_timeout_s=60))
+        for entry in (0, 1):  # the first connects, the second finds the connection open
+            answer = (rpc.add_entry_future(L(1), E(entry), E(-1), b"x", KEY, 0.2)
+                      if call == "add" else rpc.read_entry_future(L(1), E(entry), 0.2))
+            with pytest.raises(errors.BookieUnavailableError, match="timed out"):
+                await asyncio.wait_for(answer, 10)
+            assert rpc.connected
+        await rpc.close()
     silent.close()
     await silent.wait_closed()
 

@@ -9,7 +9,9 @@ wins. A tailing reader asks bookies for a newer LAC (long poll).
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Sequence
+from typing import Any
 
 from pulsar_bookie import errors, types
 from pulsar_bookie.client import api, bookie_rpc
@@ -76,13 +78,16 @@ class ReplicatedReadHandle:
         batch = self._settings.read_batch_max
         for start in range(first_entry_id, last_entry_id + 1, batch):
             stop = min(start + batch, last_entry_id + 1)
-            stored = await asyncio.gather(*(self.read_entry(e) for e in range(start, stop)))
+            stored = await _RangeRead(self, start, stop).done
             entries.extend(api.LedgerEntry(self.ledger_id, s.entry_id, s.payload) for s in stored)
         return entries
 
-    async def read_entry(self, entry_id: int, *, fence: bool = False) -> storage_api.StoredEntry:
-        """One entry from its write set, trying bookies in turn with speculative overlap."""
+    async def read_entry(self, entry_id: int, *, fence: bool = False,
+                         first_bookie: int = 0) -> storage_api.StoredEntry:
+        """One entry from its write set, trying bookies in turn with speculative overlap,
+        from the write set's `first_bookie`-th member on (then around to the others)."""
         bookies = self.write_set_of(entry_id)
+        bookies = bookies[first_bookie:] + bookies[:first_bookie]
         speculative_s = self._settings.speculative_read_timeout_ms / 1000
         timeout_s = self._settings.read_entry_timeout_ms / 1000
         attempts: set[asyncio.Task[storage_api.StoredEntry]] = set()
@@ -149,3 +154,87 @@ class ReplicatedReadHandle:
 
     async def close(self) -> None:
         return None
+
+
+class _RangeRead:
+    """Entries start..stop-1 of a ledger, with no task per entry while bookies answer.
+
+    Each entry is asked of the first bookie of its write set with
+    `BookieRpc.read_entry_future` (the bookie connection keeps readEntryTimeoutMs). An entry
+    whose bookie fails, or that has no answer once speculativeReadTimeout has passed, goes
+    on in `read_entry` from the next bookie of its write set (a task, only for it); the
+    first good answer fills its place. The first entry that cannot be read fails the range.
+    Once the range is done, what is still out is cancelled.
+    """
+
+    def __init__(self, handle: ReplicatedReadHandle, start: int, stop: int) -> None:
+        loop = asyncio.get_running_loop()
+        self._handle = handle
+        self._start = start
+        self._entries: list[storage_api.StoredEntry | None] = [None] * (stop - start)
+        self._missing = stop - start
+        self._fallbacks: dict[int, asyncio.Task[storage_api.StoredEntry]] = {}
+        self._reads: list[asyncio.Future[storage_api.StoredEntry]] = []
+        self.done: asyncio.Future[list[storage_api.StoredEntry]] = loop.create_future()
+        self.done.add_done_callback(self._finished)
+        self._timer: asyncio.TimerHandle | None = None
+        settings = handle._settings
+        timeout_s = settings.read_entry_timeout_ms / 1000
+        for entry_id in range(start, stop):
+            bookie = handle.write_set_of(entry_id)[0]
+            try:
+                read = handle.pool.get(bookie).read_entry_future(
+                    handle.ledger_id, types.EntryId(entry_id), timeout_s)
+            except Exception:  # noqa: BLE001 - refused at once: the next bookies are asked
+                self._fall_back(entry_id)
+                continue
+            read.add_done_callback(functools.partial(self._on_read, entry_id))
+            self._reads.append(read)
+        if handle.metadata.write_quorum_size > 1:
+            self._timer = loop.call_later(settings.speculative_read_timeout_ms / 1000,
+                                          self._speculate)
+
+    def _on_read(self, entry_id: int, read: asyncio.Future[storage_api.StoredEntry]) -> None:
+        if self.done.done() or self._entries[entry_id - self._start] is not None:
+            return
+        if read.cancelled() or read.exception() is not None:
+            self._fall_back(entry_id)
+        else:
+            self._fill(entry_id, read.result())
+
+    def _fall_back(self, entry_id: int) -> None:
+        if entry_id in self._fallbacks or self.done.done():
+            return
+        task = asyncio.ensure_future(self._handle.read_entry(entry_id, first_bookie=1))
+        self._fallbacks[entry_id] = task
+        task.add_done_callback(functools.partial(self._on_fallback, entry_id))
+
+    def _on_fallback(self, entry_id: int, task: asyncio.Task[storage_api.StoredEntry]) -> None:
+        if self.done.done() or task.cancelled():
+            return
+        failure = task.exception()
+        if failure is not None:
+            self.done.set_exception(failure)
+        elif self._entries[entry_id - self._start] is None:
+            self._fill(entry_id, task.result())
+
+    def _fill(self, entry_id: int, entry: storage_api.StoredEntry) -> None:
+        self._entries[entry_id - self._start] = entry
+        self._missing -= 1
+        if not self._missing:
+            self.done.set_result(self._entries)  # type: ignore[arg-type]  # none is None now
+
+    def _speculate(self) -> None:
+        self._timer = None
+        for index, entry in enumerate(self._entries):
+            if entry is None:
+                self._fall_back(self._start + index)
+
+    def _finished(self, _done: Any) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        # What is still out is no longer wanted (a late answer would be dropped anyway).
+        for read in self._reads:
+            read.cancel()
+        for task in self._fallbacks.values():
+            task.cancel()

@@ -1,18 +1,22 @@
-"""The replicated ledger writer, as a broker on a cluster drives it: adds/s and client CPU per add.
+"""The replicated ledger client as a broker on a cluster drives it: adds and reads per second,
+and the client's CPU per add and per entry read.
 
 `pulsar bookie` processes (journal sync off, so the bookies answer at once) on real etcd;
 in a child process a ReplicatedLedgerClient writes 100 B entries with 1,000 in flight,
 handing each add to the ledger as the managed ledger's add pipeline does (the handle's
 `append_future` where it has one, else a task per add awaiting `append`), on uvloop as
-the broker runs. Quorums E,WQ,AQ = 3,2,2 (a cluster's usual) and 1,1,1
-(`standaloneBookieProcess`). The figure to compare is the client process's CPU time
-per add: the bookies run in their own processes and are not counted.
+the broker runs; then the closed ledger is read back 100 entries at a time, one
+read after the other, as a dispatcher reads a backlog the broker's cache does not
+hold. Quorums E,WQ,AQ = 3,2,2 (a cluster's usual) and 1,1,1
+(`standaloneBookieProcess`). The figures to compare are the client process's CPU
+time per add and per entry read: the bookies run in their own processes and are not
+counted.
 
 With `--trees name=path,...` each round runs each tree's client code in turn (PYTHONPATH
 at that tree's packages; the bookies are this tree's), so two versions of the writer
 can be compared on a busy machine:
 
-    python -m bench ledger_writer [--adds 50000] [--rounds 3] [--trees before=/tmp/wt,after=.]
+    python -m bench ledger_client [--adds 50000] [--rounds 3] [--trees before=/tmp/wt,after=.]
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ from bench import broker_core
 QUORUMS = ((3, 2, 2), (1, 1, 1))
 IN_FLIGHT = 1000
 PAYLOAD_BYTES = 100
+#: Entries per read, one read after the other: a dispatcher's reads (dispatcherMaxReadBatchSize).
+READ_BATCH = 100
 
 
 async def _drive(handle: Any, count: int) -> None:
@@ -95,6 +101,15 @@ async def _measure(metadata_url: str, adds: int) -> dict[str, float]:
             figures[f"{name} adds/s"] = adds / (time.perf_counter() - started)
             figures[f"{name} CPU us/add"] = (time.process_time() - cpu) * 1e6 / adds
             await handle.close()
+            reader = await ledgers.open_ledger(handle.ledger_id, recovery=False)
+            last = reader.last_add_confirmed
+            started, cpu = time.perf_counter(), time.process_time()
+            read = 0
+            for first in range(0, last + 1, READ_BATCH):
+                read += len(await reader.read(first, min(first + READ_BATCH, last + 1) - 1))
+            figures[f"{name} reads/s"] = read / (time.perf_counter() - started)
+            figures[f"{name} CPU us/read"] = (time.process_time() - cpu) * 1e6 / read
+            await reader.close()
     finally:
         await pool.close()
         await store.close()
@@ -108,7 +123,7 @@ def _child(metadata_url: str, adds: int) -> None:
 
 
 def run(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench ledger_writer")
+    parser = argparse.ArgumentParser(prog="python -m bench ledger_client")
     parser.add_argument("--adds", type=int, default=50_000, help="adds per quorum and round")
     parser.add_argument("--rounds", type=int, default=3, help="rounds; best and median shown")
     parser.add_argument("--trees", default="",
@@ -139,7 +154,7 @@ def run(argv: list[str]) -> None:
         for round_number in range(1, options.rounds + 1):
             for name, path in trees.items():
                 figures = broker_core.run_in_tree(
-                    pathlib.Path(path), "bench.ledger_writer",
+                    pathlib.Path(path), "bench.ledger_client",
                     ["--child", etcd.url, "--adds", str(options.adds)])
                 print(f"  round {round_number} {name}: "
                       + ", ".join(f"{k} {v:,.1f}" for k, v in figures.items()), flush=True)
@@ -157,7 +172,7 @@ def _print(trees: dict[str, str], every: dict[str, dict[str, list[float]]]) -> N
     names = list(trees)
     print(f"{'E,WQ,AQ figure (best / median round)':40}" + "".join(f"{n:>24}" for n in names))
     for key in every[names[0]]:
-        higher_is_better = key.endswith("adds/s")
+        higher_is_better = key.endswith("/s")
         cells = []
         for name in names:
             values = every[name][key]
