@@ -56,13 +56,15 @@ def test_a_topic_persistence_policy_wins_over_the_namespace(client, admin, names
 
 def test_a_topic_backlog_quota_refuses_producers_of_that_topic_only(client, admin, namespace):
     topic, other = f"persistent://{namespace}/quota", f"persistent://{namespace}/no-quota"
-    admin.ok("POST", admin.topic_policy_path(topic, "backlogQuota"),
-             {"limitSize": QUOTA_BYTES, "policy": "producer_exception"})
     for name in (topic, other):
         admin.create_subscription(name, "slow")
         producer = client.create_producer(name, batching_enabled=False)
         for _ in range(20):
             producer.send(PAYLOAD)
+    # The quota comes once both backlogs are there: set before, the periodic check could
+    # fall between two sends and refuse the producer half way.
+    admin.ok("POST", admin.topic_policy_path(topic, "backlogQuota"),
+             {"limitSize": QUOTA_BYTES, "policy": "producer_exception"})
     wait_until(lambda: not admin.stats(topic)["publishers"], 30, "producer disconnected")
     with pytest.raises(pulsar.ProducerBlockedQuotaExceededException):
         client.create_producer(topic)

@@ -31,6 +31,16 @@ def test_ttl_acknowledges_old_messages_without_consumers(client, admin, namespac
     wait_until(lambda: _backlog(admin, topic, "idle") == 0, 30, "the new message expired")
 
 
+def _refused(client, topic: str, refusal: type[Exception]) -> bool:
+    """Whether a new producer on topic is refused with refusal (a policy set through the
+    REST API reaches the loaded topic a moment later)."""
+    try:
+        client.create_producer(topic).close()
+    except refusal:
+        return True
+    return False
+
+
 def _fill_backlog(client, admin, topic: str) -> pulsar.Producer:
     producer = client.create_producer(topic, batching_enabled=False, send_timeout_millis=20_000)
     for _ in range(20):
@@ -45,14 +55,15 @@ def _fill_backlog(client, admin, topic: str) -> pulsar.Producer:
 ])
 def test_a_topic_over_its_backlog_quota_refuses_producers(client, admin, namespace, policy,
                                                           refusal):
-    admin.ok("POST", f"/admin/v2/namespaces/{namespace}/backlogQuota",
-             {"limitSize": QUOTA_BYTES, "policy": policy})
     topic = f"persistent://{namespace}/quota"
     # The consumer shares the client's connection with the producers: it must survive.
     consumer = client.subscribe(topic, "slow", consumer_type=pulsar.ConsumerType.Shared)
     producer = _fill_backlog(client, admin, topic)
-    with pytest.raises(refusal):
-        client.create_producer(topic)
+    # The quota comes once the backlog is there: set before, the periodic check could fall
+    # between two sends of the fill and refuse the producer half way.
+    admin.ok("POST", f"/admin/v2/namespaces/{namespace}/backlogQuota",
+             {"limitSize": QUOTA_BYTES, "policy": policy})
+    wait_until(lambda: _refused(client, topic, refusal), 30, "new producers refused")
     # The periodic check disconnects the producer already there; it cannot come back.
     wait_until(lambda: not admin.stats(topic)["publishers"], 30, "producer disconnected")
     if policy == "producer_exception":
@@ -68,12 +79,13 @@ def test_a_topic_over_its_backlog_quota_refuses_producers(client, admin, namespa
 
 
 def test_backlog_eviction_moves_the_slowest_subscription_forward(client, admin, namespace):
-    admin.ok("POST", f"/admin/v2/namespaces/{namespace}/backlogQuota",
-             {"limitSize": QUOTA_BYTES, "policy": "consumer_backlog_eviction"})
     topic = f"persistent://{namespace}/evict"
     admin.create_subscription(topic, "slow")
     admin.create_subscription(topic, "slower")
     producer = _fill_backlog(client, admin, topic)
+    # Set once the backlog is there, so no eviction runs in the middle of the fill.
+    admin.ok("POST", f"/admin/v2/namespaces/{namespace}/backlogQuota",
+             {"limitSize": QUOTA_BYTES, "policy": "consumer_backlog_eviction"})
     wait_until(lambda: admin.stats(topic)["backlogSize"] <= 0.9 * QUOTA_BYTES, 30,
                "backlog evicted")
     assert 0 < _backlog(admin, topic, "slow") < 20
