@@ -146,20 +146,28 @@ def run_in_tree(tree: pathlib.Path, module: str, argv: list[str]) -> dict[str, f
     return figures
 
 
+def add_trees_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--trees", default="",
+                        help="name=path,... : compare these source trees (default: this one)")
+
+
+def trees_of(option: str) -> dict[str, str]:
+    """The --trees option's trees by name; this tree alone when it is empty."""
+    here = pathlib.Path(__file__).resolve().parents[1]
+    return dict(item.split("=", 1) for item in option.split(",") if item) or {"this": str(here)}
+
+
 def run(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="bench broker_core")
     parser.add_argument("--entries", type=int, default=20_000, help="entries per round")
     parser.add_argument("--rounds", type=int, default=3, help="rounds; the best is shown")
-    parser.add_argument("--trees", default="",
-                        help="name=path,... : compare these source trees (default: this one)")
+    add_trees_option(parser)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
     if options.child:
         _child(options.entries)
         return
-    here = pathlib.Path(__file__).resolve().parents[1]
-    trees = dict(item.split("=", 1) for item in options.trees.split(",") if item) or {
-        "this": str(here)}
+    trees = trees_of(options.trees)
     best: dict[str, dict[str, float]] = {name: {} for name in trees}
     every: dict[str, dict[str, list[float]]] = {name: {} for name in trees}
     for round_number in range(1, options.rounds + 1):

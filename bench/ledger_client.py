@@ -126,8 +126,7 @@ def run(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench ledger_client")
     parser.add_argument("--adds", type=int, default=50_000, help="adds per quorum and round")
     parser.add_argument("--rounds", type=int, default=3, help="rounds; best and median shown")
-    parser.add_argument("--trees", default="",
-                        help="name=path,... : compare these source trees (default: this one)")
+    broker_core.add_trees_option(parser)
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
     if options.child:
@@ -136,9 +135,7 @@ def run(argv: list[str]) -> None:
     from pulsar_bookie.service import testing
     from pulsar_common.etcd_server import EtcdServer
 
-    here = pathlib.Path(__file__).resolve().parents[1]
-    trees = dict(item.split("=", 1) for item in options.trees.split(",") if item) or {
-        "this": str(here)}
+    trees = broker_core.trees_of(options.trees)
     root = pathlib.Path(tempfile.mkdtemp(prefix="bench-ledger-writer-"))
     etcd = EtcdServer(root / "etcd")
     bookies: list[testing.BookieProcess] = []
