@@ -141,7 +141,10 @@ def run_in_tree(tree: pathlib.Path, module: str, argv: list[str]) -> dict[str, f
     env["PYTHONPATH"] = os.pathsep.join(
         [str(tree / d) for d in PACKAGE_DIRS] + [str(pathlib.Path(__file__).parents[1])])
     reply = subprocess.run([sys.executable, "-m", module, *argv], env=env,
-                           capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=True)
+                           capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
+    if reply.returncode:
+        sys.stderr.write(reply.stderr)
+        reply.check_returncode()
     figures: dict[str, float] = json.loads(reply.stdout.strip().splitlines()[-1])
     return figures
 

@@ -8,9 +8,10 @@ handing each add to the ledger as the managed ledger's add pipeline does (the ha
 the broker runs; then the closed ledger is read back 100 entries at a time, one
 read after the other, as a dispatcher reads a backlog the broker's cache does not
 hold. Quorums E,WQ,AQ = 3,2,2 (a cluster's usual) and 1,1,1
-(`standaloneBookieProcess`). The figures to compare are the client process's CPU
-time per add and per entry read: the bookies run in their own processes and are not
-counted.
+(`standaloneBookieProcess`). The figures to compare are the CPU times per add and per
+entry read: the client process's, and the bookie processes' together (from /proc; with
+WQ=2 two bookies handle each add). With `--trees` the bookies are this tree's: to compare
+bookie code, run the whole benchmark with PYTHONPATH at each tree instead.
 
 With `--trees name=path,...` each round runs each tree's client code in turn (PYTHONPATH
 at that tree's packages; the bookies are this tree's), so two versions of the writer
@@ -33,7 +34,7 @@ import tempfile
 import time
 from typing import Any
 
-from bench import broker_core
+from bench import broker_core, broker_servers
 
 QUORUMS = ((3, 2, 2), (1, 1, 1))
 IN_FLIGHT = 1000
@@ -80,7 +81,11 @@ async def _drive(handle: Any, count: int) -> None:
     await finished
 
 
-async def _measure(metadata_url: str, adds: int) -> dict[str, float]:
+def _bookies_cpu_s(pids: list[int]) -> float:
+    return sum(broker_servers.cpu_s(pid) for pid in pids)
+
+
+async def _measure(metadata_url: str, adds: int, bookie_pids: list[int]) -> dict[str, float]:
     from pulsar_bookie.client.replicated import client as replicated
     from pulsar_bookie.net import client as bookie_net
     from pulsar_common.metadata import factory
@@ -96,19 +101,25 @@ async def _measure(metadata_url: str, adds: int) -> dict[str, float]:
             handle = await ledgers.create_ledger(*quorum)
             await _drive(handle, IN_FLIGHT)  # connections open, code warm
             started, cpu = time.perf_counter(), time.process_time()
+            bookies_cpu = _bookies_cpu_s(bookie_pids)
             await _drive(handle, adds)
             name = ",".join(map(str, quorum))
             figures[f"{name} adds/s"] = adds / (time.perf_counter() - started)
             figures[f"{name} CPU us/add"] = (time.process_time() - cpu) * 1e6 / adds
+            figures[f"{name} bookies' CPU us/add"] = (
+                _bookies_cpu_s(bookie_pids) - bookies_cpu) * 1e6 / adds
             await handle.close()
             reader = await ledgers.open_ledger(handle.ledger_id, recovery=False)
             last = reader.last_add_confirmed
             started, cpu = time.perf_counter(), time.process_time()
+            bookies_cpu = _bookies_cpu_s(bookie_pids)
             read = 0
             for first in range(0, last + 1, READ_BATCH):
                 read += len(await reader.read(first, min(first + READ_BATCH, last + 1) - 1))
             figures[f"{name} reads/s"] = read / (time.perf_counter() - started)
             figures[f"{name} CPU us/read"] = (time.process_time() - cpu) * 1e6 / read
+            figures[f"{name} bookies' CPU us/read"] = (
+                _bookies_cpu_s(bookie_pids) - bookies_cpu) * 1e6 / read
             await reader.close()
     finally:
         await pool.close()
@@ -116,10 +127,10 @@ async def _measure(metadata_url: str, adds: int) -> dict[str, float]:
     return figures
 
 
-def _child(metadata_url: str, adds: int) -> None:
+def _child(metadata_url: str, adds: int, bookie_pids: list[int]) -> None:
     import uvloop
 
-    print(json.dumps(uvloop.run(_measure(metadata_url, adds))), flush=True)
+    print(json.dumps(uvloop.run(_measure(metadata_url, adds, bookie_pids))), flush=True)
 
 
 def run(argv: list[str]) -> None:
@@ -128,9 +139,10 @@ def run(argv: list[str]) -> None:
     parser.add_argument("--rounds", type=int, default=3, help="rounds; best and median shown")
     broker_core.add_trees_option(parser)
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--bookie-pids", default="", help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
     if options.child:
-        _child(options.child, options.adds)
+        _child(options.child, options.adds, [int(p) for p in options.bookie_pids.split(",")])
         return
     from pulsar_bookie.service import testing
     from pulsar_common.etcd_server import EtcdServer
@@ -152,7 +164,8 @@ def run(argv: list[str]) -> None:
             for name, path in trees.items():
                 figures = broker_core.run_in_tree(
                     pathlib.Path(path), "bench.ledger_client",
-                    ["--child", etcd.url, "--adds", str(options.adds)])
+                    ["--child", etcd.url, "--adds", str(options.adds), "--bookie-pids",
+                     ",".join(str(b.pid) for b in bookies)])
                 print(f"  round {round_number} {name}: "
                       + ", ".join(f"{k} {v:,.1f}" for k, v in figures.items()), flush=True)
                 for key, value in figures.items():

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import ssl
 import time
@@ -168,6 +169,8 @@ class BookieServer:
         self._draining = False
         self._idle = asyncio.Event()
         self._idle.set()
+        #: Adds made with the storage's add_entry_future (no task): stop waits for them too.
+        self._adds_without_task = 0
 
     # ----- life cycle -----
 
@@ -231,7 +234,12 @@ class BookieServer:
                 )
                 return
             self.adds_in_progress += 1
-            self._spawn(self._add(connection, request))
+            # Looked up per add: the bookie service replaces its storage on start.
+            add_entry_future = getattr(self.storage, "add_entry_future", None)
+            if add_entry_future is None or request.flags & wire.FLAG_RECOVERY:
+                self._spawn(self._add(connection, request))
+            else:
+                self._add_without_task(connection, request, add_entry_future)
         elif op is wire.Op.WAIT_LAC:
             if self._waiter_count >= self.settings.lac_waiters_max:
                 self._refuse(
@@ -259,7 +267,7 @@ class BookieServer:
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
-        if not self._tasks:
+        if not self._tasks and not self._adds_without_task:
             self._idle.set()
 
     @staticmethod
@@ -279,7 +287,7 @@ class BookieServer:
 
     async def _add(self, connection: _Connection, request: wire.Request) -> None:
         started = self._clock()
-        ok = False
+        failure: BaseException | None = None
         try:
             await self.storage.add_entry(
                 types.LedgerId(request.ledger_id),
@@ -289,21 +297,49 @@ class BookieServer:
                 request.master_key,
                 recovery=bool(request.flags & wire.FLAG_RECOVERY),
             )
-            ok = True
         except Exception as exc:  # noqa: BLE001 - every failure becomes a response
-            self._fail(connection, request, exc)
-        finally:
-            self.adds_in_progress -= 1
-            self._observer.on_add(self._clock() - started, ok)
-        if ok:
-            connection.send(
-                wire.encode_response_header(
-                    wire.Op.ADD, wire.Status.OK, request.request_id, request.ledger_id,
-                    request.entry_id, request.arg,
-                )
+            failure = exc
+        self._added(connection, request, started, failure)
+
+    def _add_without_task(self, connection: _Connection, request: wire.Request,
+                          add_entry_future: Callable[..., asyncio.Future[object]]) -> None:
+        """An add as the storage's future and a callback: no task or coroutine per add."""
+        started = self._clock()
+        try:
+            stored = add_entry_future(
+                types.LedgerId(request.ledger_id), types.EntryId(request.entry_id),
+                types.EntryId(request.arg), request.payload, request.master_key)
+        except Exception as exc:  # noqa: BLE001 - refused at once: the same answer
+            self._added(connection, request, started, exc)
+            return
+        self._adds_without_task += 1
+        self._idle.clear()
+        stored.add_done_callback(functools.partial(self._stored, connection, request, started))
+
+    def _stored(self, connection: _Connection, request: wire.Request, started: float,
+                stored: asyncio.Future[object]) -> None:
+        self._adds_without_task -= 1
+        failure = (errors.BookieError("add cancelled") if stored.cancelled()
+                   else stored.exception())
+        self._added(connection, request, started, failure)
+        if not self._tasks and not self._adds_without_task:
+            self._idle.set()
+
+    def _added(self, connection: _Connection, request: wire.Request, started: float,
+               failure: BaseException | None) -> None:
+        self.adds_in_progress -= 1
+        self._observer.on_add(self._clock() - started, failure is None)
+        if failure is not None:
+            self._fail(connection, request, failure)
+            return
+        connection.send(
+            wire.encode_response_header(
+                wire.Op.ADD, wire.Status.OK, request.request_id, request.ledger_id,
+                request.entry_id, request.arg,
             )
-            if request.ledger_id in self._waiters:
-                await self._wake_waiters(request.ledger_id)
+        )
+        if request.ledger_id in self._waiters:
+            self._spawn(self._wake_waiters(request.ledger_id))
 
     async def _read(self, connection: _Connection, request: wire.Request) -> None:
         started = self._clock()
