@@ -432,15 +432,26 @@ class LedgerStorageEngine(api.LedgerStorage):
             raise errors.NoSuchLedgerError(f"ledger {ledger_id} is not stored here")
         return info
 
-    async def read_entry(
+    def read_entry_cached(
         self, ledger_id: types.LedgerId, entry_id: types.EntryId
-    ) -> api.StoredEntry:
+    ) -> api.StoredEntry | None:
+        """The entry if the write or read cache holds it (no await), else None; raises
+        NoSuchLedgerError as read_entry does. The bookie server answers these at once."""
         self._info(ledger_id)
         found = self._write_cache.get(ledger_id, entry_id) or self._read_cache.get(
             ledger_id, entry_id
         )
         if found is None:
-            found = await self._read_from_entry_logs(ledger_id, entry_id)
+            return None
+        return api.StoredEntry(ledger_id, entry_id, types.EntryId(found[0]), found[1])
+
+    async def read_entry(
+        self, ledger_id: types.LedgerId, entry_id: types.EntryId
+    ) -> api.StoredEntry:
+        cached = self.read_entry_cached(ledger_id, entry_id)
+        if cached is not None:
+            return cached
+        found = await self._read_from_entry_logs(ledger_id, entry_id)
         if found is None:
             raise errors.NoSuchEntryError(f"entry {ledger_id}:{entry_id} is not stored here")
         return api.StoredEntry(ledger_id, entry_id, types.EntryId(found[0]), found[1])
