@@ -24,7 +24,7 @@ import functools
 import logging
 import ssl
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 from pulsar_bookie import errors, types
 from pulsar_bookie.client import bookie_rpc
@@ -90,7 +90,7 @@ class _Connection(asyncio.Protocol):
     def __init__(self, bookie_id: types.BookieId, settings: ClientSettings) -> None:
         self.bookie_id = bookie_id
         self._settings = settings
-        self.loop = asyncio.get_running_loop()
+        self._loop = asyncio.get_running_loop()
         self._decoder = wire.ResponseDecoder(settings.max_frame_bytes)
         self._transport: asyncio.Transport | None = None
         self._pending: dict[int, asyncio.Future[wire.Response]] = {}
@@ -143,19 +143,19 @@ class _Connection(asyncio.Protocol):
             )
         request_id = self._next_id
         self._next_id = 0 if request_id >= REQUEST_ID_MAX else request_id + 1
-        future: asyncio.Future[wire.Response] = self.loop.create_future()
+        future: asyncio.Future[wire.Response] = self._loop.create_future()
         self._pending[request_id] = future
         queue = self._deadlines.get(timeout_s)
         if queue is None:
             queue = self._deadlines[timeout_s] = collections.deque()
-        queue.append((self.loop.time() + timeout_s, request_id, op))
+        queue.append((self._loop.time() + timeout_s, request_id, op))
         if self._sweeper is None:
-            self._sweeper = self.loop.call_later(TIMEOUT_CHECK_INTERVAL_S, self._sweep)
+            self._sweeper = self._loop.call_later(TIMEOUT_CHECK_INTERVAL_S, self._sweep)
         header = wire.encode_request_header(
             op, flags, request_id, ledger_id, entry_id, arg, master_key, len(payload)
         )
         if not self._out:
-            self.loop.call_soon(self._flush)
+            self._loop.call_soon(self._flush)
         self._out.append(header)
         if payload:
             self._out.append(payload)
@@ -171,7 +171,7 @@ class _Connection(asyncio.Protocol):
     def _sweep(self) -> None:
         """Fail the calls whose deadline passed; runs every interval while calls are pending."""
         self._sweeper = None
-        now = self.loop.time()
+        now = self._loop.time()
         pending = self._pending
         for timeout_s, queue in list(self._deadlines.items()):
             while queue and (queue[0][0] <= now or queue[0][1] not in pending):
@@ -186,7 +186,7 @@ class _Connection(asyncio.Protocol):
             if not queue:
                 del self._deadlines[timeout_s]
         if self._deadlines and not self.closed:
-            self._sweeper = self.loop.call_later(TIMEOUT_CHECK_INTERVAL_S, self._sweep)
+            self._sweeper = self._loop.call_later(TIMEOUT_CHECK_INTERVAL_S, self._sweep)
 
     def data_received(self, data: bytes) -> None:
         try:
@@ -335,12 +335,11 @@ class BookieClient(bookie_rpc.BookieRpc):
         master_key: bytes,
         *,
         recovery: bool = False,
-        timeout_s: float | None = None,
     ) -> None:
         await self._call(
             wire.Op.ADD, ledger_id, entry_id, flags=wire.FLAG_RECOVERY if recovery else 0,
             arg=last_add_confirmed, master_key=master_key, payload=payload,
-            timeout_s=self.settings.add_timeout_s if timeout_s is None else timeout_s)
+            timeout_s=self.settings.add_timeout_s)
 
     def add_entry_future(
         self,
@@ -351,31 +350,76 @@ class BookieClient(bookie_rpc.BookieRpc):
         master_key: bytes,
         timeout_s: float,
     ) -> asyncio.Future[None]:
-        """The writer's hot path: the request goes out on the open connection and its timeout
-        is the connection's sweep, so an add costs no task and no timer of its own. Before
-        the connection is open the add waits for it in a task (connecting and the add
-        together within timeout_s)."""
+        return self._call_future(wire.Op.ADD, ledger_id, entry_id, last_add_confirmed,
+                                 master_key, payload, timeout_s, _added)
+
+    async def read_entry(
+        self,
+        ledger_id: types.LedgerId,
+        entry_id: types.EntryId,
+        *,
+        fence: bool = False,
+        master_key: bytes = b"",
+    ) -> storage_api.StoredEntry:
+        response = await self._call(
+            wire.Op.READ, ledger_id, entry_id,
+            flags=wire.FLAG_FENCE if fence else 0, master_key=master_key,
+            timeout_s=self.settings.read_timeout_s,
+        )
+        return _stored(ledger_id, entry_id, response)
+
+    def read_entry_future(
+        self, ledger_id: types.LedgerId, entry_id: types.EntryId, timeout_s: float
+    ) -> asyncio.Future[storage_api.StoredEntry]:
+        return self._call_future(wire.Op.READ, ledger_id, entry_id, -1, b"", b"", timeout_s,
+                                 functools.partial(_stored, ledger_id, entry_id))
+
+    def _call_future(
+        self,
+        op: wire.Op,
+        ledger_id: types.LedgerId,
+        entry_id: types.EntryId,
+        arg: int,
+        master_key: bytes,
+        payload: bytes,
+        timeout_s: float,
+        value: Callable[[wire.Response], T],
+    ) -> asyncio.Future[T]:
+        """The replicated client's hot path: value(response) as a future. On the open
+        connection the request leaves at once, the connection's reader completes the future
+        and its deadline sweep keeps timeout_s, so a call costs no task and no timer of its
+        own. Before the connection is open the call connects in a task, connecting and the
+        call together within timeout_s."""
         connection = self._connection
         if connection is None or connection.closed:
-            return asyncio.ensure_future(self._within(timeout_s, "ADD", self.add_entry(
-                ledger_id, entry_id, last_add_confirmed, payload, master_key,
-                timeout_s=timeout_s)))
-        response = connection.call(
-            wire.Op.ADD, 0, ledger_id, entry_id, last_add_confirmed, master_key, payload,
-            timeout_s)
-        added: asyncio.Future[None] = connection.loop.create_future()
-        response.add_done_callback(functools.partial(self._on_response, added, _added))
-        return added
+            return asyncio.ensure_future(self._connect_and_call(
+                op, ledger_id, entry_id, arg, master_key, payload, timeout_s, value))
+        response = connection.call(op, 0, ledger_id, entry_id, arg, master_key, payload,
+                                   timeout_s)
+        result: asyncio.Future[T] = response.get_loop().create_future()
+        response.add_done_callback(functools.partial(self._on_response, result, value))
+        return result
 
-    async def _within(self, timeout_s: float, op: str, call: Awaitable[T]) -> T:
-        """A call made before the connection is open: connecting and the call within
-        timeout_s, or BookieUnavailableError as a timed-out call on the connection gets."""
+    async def _connect_and_call(
+        self,
+        op: wire.Op,
+        ledger_id: types.LedgerId,
+        entry_id: types.EntryId,
+        arg: int,
+        master_key: bytes,
+        payload: bytes,
+        timeout_s: float,
+        value: Callable[[wire.Response], T],
+    ) -> T:
         try:
             async with asyncio.timeout(timeout_s):
-                return await call
+                response = await self._call(op, ledger_id, entry_id, arg=arg,
+                                            master_key=master_key, payload=payload,
+                                            timeout_s=timeout_s)
         except TimeoutError as exc:
             raise errors.BookieUnavailableError(
-                f"{op} to bookie {self._bookie_id} timed out after {timeout_s}s") from exc
+                f"{op.name} to bookie {self._bookie_id} timed out after {timeout_s}s") from exc
+        return value(response)
 
     def _on_response(self, result: asyncio.Future[T], value: Callable[[wire.Response], T],
                      response: asyncio.Future[wire.Response]) -> None:
@@ -392,37 +436,6 @@ class BookieClient(bookie_rpc.BookieRpc):
             result.set_exception(self._error(reply))
         else:
             result.set_result(value(reply))
-
-    async def read_entry(
-        self,
-        ledger_id: types.LedgerId,
-        entry_id: types.EntryId,
-        *,
-        fence: bool = False,
-        master_key: bytes = b"",
-        timeout_s: float | None = None,
-    ) -> storage_api.StoredEntry:
-        response = await self._call(
-            wire.Op.READ, ledger_id, entry_id,
-            flags=wire.FLAG_FENCE if fence else 0, master_key=master_key,
-            timeout_s=self.settings.read_timeout_s if timeout_s is None else timeout_s,
-        )
-        return _stored(ledger_id, entry_id, response)
-
-    def read_entry_future(
-        self, ledger_id: types.LedgerId, entry_id: types.EntryId, timeout_s: float
-    ) -> asyncio.Future[storage_api.StoredEntry]:
-        """The reader's hot path, as add_entry_future: no task, no timer of its own."""
-        connection = self._connection
-        if connection is None or connection.closed:
-            return asyncio.ensure_future(self._within(
-                timeout_s, "READ", self.read_entry(ledger_id, entry_id, timeout_s=timeout_s)))
-        response = connection.call(wire.Op.READ, 0, ledger_id, entry_id, -1, b"", b"",
-                                   timeout_s)
-        read: asyncio.Future[storage_api.StoredEntry] = connection.loop.create_future()
-        response.add_done_callback(functools.partial(
-            self._on_response, read, functools.partial(_stored, ledger_id, entry_id)))
-        return read
 
     async def read_last_add_confirmed(self, ledger_id: types.LedgerId) -> types.EntryId:
         response = await self._call(

@@ -172,6 +172,20 @@ class BookieServer:
         #: Adds made with the storage's add_entry_future (no task): stop waits for them too.
         self._adds_without_task = 0
 
+    @property
+    def storage(self) -> storage_api.LedgerStorage:
+        return self._storage
+
+    @storage.setter
+    def storage(self, storage: storage_api.LedgerStorage) -> None:
+        """The storage served (the bookie service replaces it on start), with the calls that
+        let an add or a cached read be answered without a task, where it has them."""
+        self._storage = storage
+        self._add_entry_future: Callable[..., asyncio.Future[object]] | None = getattr(
+            storage, "add_entry_future", None)
+        self._read_entry_cached: Callable[..., storage_api.StoredEntry | None] | None = (
+            getattr(storage, "read_entry_cached", None))
+
     # ----- life cycle -----
 
     async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> None:
@@ -234,12 +248,10 @@ class BookieServer:
                 )
                 return
             self.adds_in_progress += 1
-            # Looked up per add: the bookie service replaces its storage on start.
-            add_entry_future = getattr(self.storage, "add_entry_future", None)
-            if add_entry_future is None or request.flags & wire.FLAG_RECOVERY:
+            if self._add_entry_future is None or request.flags & wire.FLAG_RECOVERY:
                 self._spawn(self._add(connection, request))
             else:
-                self._add_without_task(connection, request, add_entry_future)
+                self._add_without_task(connection, request, self._add_entry_future)
         elif op is wire.Op.WAIT_LAC:
             if self._waiter_count >= self.settings.lac_waiters_max:
                 self._refuse(
@@ -347,7 +359,7 @@ class BookieServer:
     def _read_cached(self, connection: _Connection, request: wire.Request) -> bool:
         """Answer a READ at once, without a task, when the storage's caches hold the entry
         (or the ledger is unknown); False when it has to be read from the entry logs."""
-        read_entry_cached = getattr(self.storage, "read_entry_cached", None)
+        read_entry_cached = self._read_entry_cached
         if read_entry_cached is None:
             return False
         started = self._clock()

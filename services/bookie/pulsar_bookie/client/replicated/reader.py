@@ -46,6 +46,10 @@ class ReplicatedReadHandle:
         return self._pool
 
     @property
+    def settings(self) -> ClientSettings:
+        return self._settings
+
+    @property
     def last_add_confirmed(self) -> types.EntryId:
         return self._lac
 
@@ -178,7 +182,7 @@ class _RangeRead:
         self.done: asyncio.Future[list[storage_api.StoredEntry]] = loop.create_future()
         self.done.add_done_callback(self._finished)
         self._timer: asyncio.TimerHandle | None = None
-        settings = handle._settings
+        settings = handle.settings
         timeout_s = settings.read_entry_timeout_ms / 1000
         for entry_id in range(start, stop):
             bookie = handle.write_set_of(entry_id)[0]
